@@ -1,0 +1,102 @@
+"""trio_agent: run an LLM agent's tool calls while the model is still streaming,
+under Trio's structured concurrency."""
+
+from ._exceptions import APIConnectionError as APIConnectionError
+from ._exceptions import APIError as APIError
+from ._exceptions import APIStatusError as APIStatusError
+from ._exceptions import APITimeoutError as APITimeoutError
+from ._exceptions import AuthenticationError as AuthenticationError
+from ._exceptions import ConflictError as ConflictError
+from ._exceptions import ExecutorClosedError as ExecutorClosedError
+from ._exceptions import InternalServerError as InternalServerError
+from ._exceptions import InvalidRequestError as InvalidRequestError
+from ._exceptions import NotFoundError as NotFoundError
+from ._exceptions import OverloadedError as OverloadedError
+from ._exceptions import PermissionDeniedError as PermissionDeniedError
+from ._exceptions import PromptTooLongError as PromptTooLongError
+from ._exceptions import RateLimitError as RateLimitError
+from ._exceptions import RequestTooLargeError as RequestTooLargeError
+from ._exceptions import StreamError as StreamError
+from ._exceptions import StreamIdleTimeoutError as StreamIdleTimeoutError
+from ._exceptions import StreamLimitError as StreamLimitError
+from ._exceptions import StreamProtocolError as StreamProtocolError
+from ._exceptions import StreamTruncatedError as StreamTruncatedError
+from ._exceptions import ToolDefinitionError as ToolDefinitionError
+from ._exceptions import TranscriptError as TranscriptError
+from ._exceptions import TrioAgentError as TrioAgentError
+from ._exceptions import WorkspaceError as WorkspaceError
+from ._messages import AssistantMessage as AssistantMessage
+from ._messages import ContentBlock as ContentBlock
+from ._messages import Message as Message
+from ._messages import OpaqueBlock as OpaqueBlock
+from ._messages import RedactedThinkingBlock as RedactedThinkingBlock
+from ._messages import ServerToolUseBlock as ServerToolUseBlock
+from ._messages import TextBlock as TextBlock
+from ._messages import ThinkingBlock as ThinkingBlock
+from ._messages import ToolResultBlock as ToolResultBlock
+from ._messages import ToolUseBlock as ToolUseBlock
+from ._messages import Usage as Usage
+from ._messages import UserMessage as UserMessage
+from ._messages import block_from_api as block_from_api
+from ._messages import message_from_api as message_from_api
+from ._permissions import Allow as Allow
+from ._permissions import CanUseTool as CanUseTool
+from ._permissions import Deny as Deny
+from ._permissions import PermissionDecision as PermissionDecision
+from ._permissions import Reject as Reject
+from ._tools import Tool as Tool
+from ._tools import ToolContext as ToolContext
+from ._tools import ToolOutput as ToolOutput
+from ._tools import tool as tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APIStatusError",
+    "APITimeoutError",
+    "Allow",
+    "AssistantMessage",
+    "AuthenticationError",
+    "CanUseTool",
+    "ConflictError",
+    "ContentBlock",
+    "Deny",
+    "ExecutorClosedError",
+    "InternalServerError",
+    "InvalidRequestError",
+    "Message",
+    "NotFoundError",
+    "OpaqueBlock",
+    "OverloadedError",
+    "PermissionDecision",
+    "PermissionDeniedError",
+    "PromptTooLongError",
+    "RateLimitError",
+    "RedactedThinkingBlock",
+    "Reject",
+    "RequestTooLargeError",
+    "ServerToolUseBlock",
+    "StreamError",
+    "StreamIdleTimeoutError",
+    "StreamLimitError",
+    "StreamProtocolError",
+    "StreamTruncatedError",
+    "TextBlock",
+    "ThinkingBlock",
+    "Tool",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolOutput",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "TranscriptError",
+    "TrioAgentError",
+    "Usage",
+    "UserMessage",
+    "WorkspaceError",
+    "block_from_api",
+    "message_from_api",
+    "tool",
+]

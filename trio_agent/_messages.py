@@ -1,0 +1,441 @@
+"""Wire values: frozen mirrors of the Messages API JSON.
+
+Every value has ``from_api(data)`` (the API's JSON, as a dict) and ``to_api()`` (the
+same JSON back). Block types this library does not know are kept as an
+:class:`OpaqueBlock` and round-trip unchanged, never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from ._exceptions import StreamProtocolError, excerpt
+
+__all__ = [
+    "AssistantMessage",
+    "ContentBlock",
+    "Message",
+    "OpaqueBlock",
+    "RedactedThinkingBlock",
+    "ServerToolUseBlock",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "Usage",
+    "UserMessage",
+    "block_from_api",
+    "message_from_api",
+]
+
+JSON: TypeAlias = Any
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if not value:
+        return _EMPTY
+    return MappingProxyType(dict(value))
+
+
+def _require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    try:
+        value = data[key]
+    except KeyError:
+        raise StreamProtocolError(
+            f"{data.get('type', 'value')!s} is missing {key!r}: {excerpt(repr(data))}"
+        ) from None
+    if not isinstance(value, kind):
+        raise StreamProtocolError(f"{key!r} has the wrong type: {excerpt(repr(data))}")
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """A deep copy of *value* as plain dicts and lists (for to_api())."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
+@attrs.frozen
+class TextBlock:
+    """A text block; ``citations`` is ``None`` unless the API sent citations."""
+
+    text: str
+    citations: tuple[Mapping[str, Any], ...] | None = None
+
+    type: Literal["text"] = attrs.field(default="text", init=False)
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> TextBlock:
+        citations = data.get("citations")
+        return cls(
+            text=_require(data, "text", str),
+            citations=None if citations is None else tuple(_frozen_mapping(c) for c in citations),
+        )
+
+    def to_api(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "text", "text": self.text}
+        if self.citations is not None:
+            out["citations"] = [_plain(c) for c in self.citations]
+        return out
+
+
+@attrs.frozen
+class ThinkingBlock:
+    """Extended thinking, with the signature that lets it be sent back."""
+
+    thinking: str
+    signature: str
+
+    type: Literal["thinking"] = attrs.field(default="thinking", init=False)
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> ThinkingBlock:
+        return cls(
+            thinking=_require(data, "thinking", str),
+            signature=data.get("signature") or "",
+        )
+
+    def to_api(self) -> dict[str, Any]:
+        return {"type": "thinking", "thinking": self.thinking, "signature": self.signature}
+
+
+@attrs.frozen
+class RedactedThinkingBlock:
+    """Thinking the API encrypted; it is sent back as is."""
+
+    data: str
+
+    type: Literal["redacted_thinking"] = attrs.field(default="redacted_thinking", init=False)
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> RedactedThinkingBlock:
+        return cls(data=_require(data, "data", str))
+
+    def to_api(self) -> dict[str, Any]:
+        return {"type": "redacted_thinking", "data": self.data}
+
+
+@attrs.frozen
+class ToolUseBlock:
+    """The model asks to run tool *name* with *input*.
+
+    When the streamed input was not valid JSON, ``input`` is ``{}`` and
+    ``invalid_input`` keeps the raw text; the executor answers such a block with an
+    error result instead of running the tool.
+    """
+
+    id: str
+    name: str
+    input: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    invalid_input: str | None = attrs.field(default=None, kw_only=True)
+
+    type: Literal["tool_use"] = attrs.field(default="tool_use", init=False)
+
+    @property
+    def is_valid(self) -> bool:
+        """False when the streamed input JSON did not parse to an object."""
+        return self.invalid_input is None
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> ToolUseBlock:
+        return cls(
+            id=_require(data, "id", str),
+            name=_require(data, "name", str),
+            input=_require(data, "input", Mapping),
+        )
+
+    def to_api(self) -> dict[str, Any]:
+        return {"type": "tool_use", "id": self.id, "name": self.name, "input": _plain(self.input)}
+
+
+@attrs.frozen
+class ServerToolUseBlock:
+    """A tool the API runs itself (web search, code execution, ...)."""
+
+    id: str
+    name: str
+    input: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+
+    type: Literal["server_tool_use"] = attrs.field(default="server_tool_use", init=False)
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> ServerToolUseBlock:
+        return cls(
+            id=_require(data, "id", str),
+            name=_require(data, "name", str),
+            input=_require(data, "input", Mapping),
+        )
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "type": "server_tool_use",
+            "id": self.id,
+            "name": self.name,
+            "input": _plain(self.input),
+        }
+
+
+@attrs.frozen
+class ToolResultBlock:
+    """The answer to one ``tool_use``: text, or a list of content blocks."""
+
+    tool_use_id: str
+    content: str | tuple[ContentBlock, ...] = attrs.field(
+        converter=lambda c: c if isinstance(c, str) else tuple(c)  # pyright: ignore
+    )
+    is_error: bool = False
+
+    type: Literal["tool_result"] = attrs.field(default="tool_result", init=False)
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> ToolResultBlock:
+        content = data.get("content", "")
+        if not isinstance(content, str):
+            content = tuple(block_from_api(b) for b in content)
+        return cls(
+            tool_use_id=_require(data, "tool_use_id", str),
+            content=content,
+            is_error=bool(data.get("is_error", False)),
+        )
+
+    def to_api(self) -> dict[str, Any]:
+        content: Any = (
+            self.content if isinstance(self.content, str) else [b.to_api() for b in self.content]
+        )
+        return {
+            "type": "tool_result",
+            "tool_use_id": self.tool_use_id,
+            "content": content,
+            "is_error": self.is_error,
+        }
+
+
+@attrs.frozen
+class OpaqueBlock:
+    """A block of a type this library does not know, kept verbatim."""
+
+    data: Mapping[str, Any] = attrs.field(converter=_frozen_mapping)
+
+    @property
+    def type(self) -> str:
+        return str(self.data.get("type", ""))
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> OpaqueBlock:
+        return cls(data=data)
+
+    def to_api(self) -> dict[str, Any]:
+        return _plain(self.data)
+
+
+ContentBlock: TypeAlias = (
+    TextBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock
+    | ToolUseBlock
+    | ServerToolUseBlock
+    | ToolResultBlock
+    | OpaqueBlock
+)
+
+_BLOCK_TYPES: dict[str, Any] = {
+    "text": TextBlock,
+    "thinking": ThinkingBlock,
+    "redacted_thinking": RedactedThinkingBlock,
+    "tool_use": ToolUseBlock,
+    "server_tool_use": ServerToolUseBlock,
+    "tool_result": ToolResultBlock,
+}
+
+
+def block_from_api(data: Mapping[str, Any]) -> ContentBlock:
+    """Build the wire value for one content block's JSON; unknown types stay opaque."""
+    if not isinstance(data, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise StreamProtocolError(f"a content block must be an object: {excerpt(repr(data))}")
+    cls = _BLOCK_TYPES.get(data.get("type"))  # type: ignore[arg-type]
+    if cls is None:
+        return OpaqueBlock(data)
+    result: ContentBlock = cls.from_api(data)
+    return result
+
+
+_USAGE_INTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
+@attrs.frozen
+class Usage:
+    """Token counts. ``extra`` keeps every other usage key the API sent, verbatim."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    extra: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> Usage:
+        known = {k: data[k] for k in _USAGE_INTS if data.get(k) is not None}
+        # A known key the API sent as null stays in `extra`, so to_api() is exact.
+        extra = {k: v for k, v in data.items() if k not in known}
+        return cls(**known, extra=extra)
+
+    def to_api(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+        for key in _USAGE_INTS[2:]:
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        out.update(_plain(self.extra))
+        return out
+
+    def merge_delta(self, data: Mapping[str, Any]) -> Usage:
+        """Apply a ``message_delta`` usage object (cumulative counts overwrite)."""
+        changes = {k: data[k] for k in _USAGE_INTS if data.get(k) is not None}
+        extra = {k: v for k, v in data.items() if k not in _USAGE_INTS and v is not None}
+        if extra:
+            changes["extra"] = {**self.extra, **extra}
+        return attrs.evolve(self, **changes) if changes else self
+
+    def __add__(self, other: Usage) -> Usage:
+        """Sum two usages (for session totals)."""
+
+        def add(a: int | None, b: int | None) -> int | None:
+            return None if a is None and b is None else (a or 0) + (b or 0)
+
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_creation_input_tokens=add(
+                self.cache_creation_input_tokens, other.cache_creation_input_tokens
+            ),
+            cache_read_input_tokens=add(self.cache_read_input_tokens, other.cache_read_input_tokens),
+        )
+
+
+def _blocks(value: Sequence[ContentBlock]) -> tuple[ContentBlock, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class AssistantMessage:
+    """One answer of the model, as the Messages API (and the SDK's
+    ``Message.to_dict()``) gives it. ``extra`` keeps unknown top-level keys."""
+
+    id: str
+    model: str
+    content: tuple[ContentBlock, ...] = attrs.field(factory=tuple, converter=_blocks)
+    stop_reason: str | None = None
+    stop_sequence: str | None = None
+    usage: Usage = attrs.field(factory=Usage)
+    extra: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+
+    role: Literal["assistant"] = attrs.field(default="assistant", init=False)
+
+    @property
+    def tool_uses(self) -> tuple[ToolUseBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    _KNOWN = frozenset(
+        {"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"}
+    )
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> AssistantMessage:
+        content = data.get("content") or ()
+        usage = data.get("usage")
+        return cls(
+            id=_require(data, "id", str),
+            model=_require(data, "model", str),
+            content=tuple(block_from_api(b) for b in content),
+            stop_reason=data.get("stop_reason"),
+            stop_sequence=data.get("stop_sequence"),
+            usage=Usage.from_api(usage) if isinstance(usage, Mapping) else Usage(),
+            extra={k: v for k, v in data.items() if k not in cls._KNOWN},
+        )
+
+    def to_api(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": [b.to_api() for b in self.content],
+            "stop_reason": self.stop_reason,
+            "stop_sequence": self.stop_sequence,
+            "usage": self.usage.to_api(),
+        }
+        out.update(_plain(self.extra))
+        return out
+
+    def to_param(self) -> dict[str, Any]:
+        """This message as a request ``messages`` entry."""
+        return {"role": "assistant", "content": [b.to_api() for b in self.content]}
+
+
+@attrs.frozen
+class UserMessage:
+    """A user turn: a prompt, or the tool results of the previous answer."""
+
+    content: str | tuple[ContentBlock, ...] = attrs.field(
+        converter=lambda c: c if isinstance(c, str) else tuple(c)  # pyright: ignore
+    )
+
+    role: Literal["user"] = attrs.field(default="user", init=False)
+
+    @property
+    def tool_results(self) -> tuple[ToolResultBlock, ...]:
+        if isinstance(self.content, str):
+            return ()
+        return tuple(b for b in self.content if isinstance(b, ToolResultBlock))
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> UserMessage:
+        content = data.get("content", "")
+        if not isinstance(content, str):
+            content = tuple(block_from_api(b) for b in content)
+        return cls(content=content)
+
+    def to_api(self) -> dict[str, Any]:
+        content: Any = (
+            self.content if isinstance(self.content, str) else [b.to_api() for b in self.content]
+        )
+        return {"role": "user", "content": content}
+
+    def to_param(self) -> dict[str, Any]:
+        """This message as a request ``messages`` entry (same as ``to_api()``)."""
+        return self.to_api()
+
+
+Message: TypeAlias = AssistantMessage | UserMessage
+
+
+def message_from_api(data: Mapping[str, Any]) -> Message:
+    """A user or assistant message from its JSON (request param or API response)."""
+    if data.get("role") == "user":
+        return UserMessage.from_api(data)
+    if "id" in data:
+        return AssistantMessage.from_api(data)
+    # A request-param assistant message has no id or model.
+    return AssistantMessage(
+        id="", model="", content=tuple(block_from_api(b) for b in data.get("content") or ())
+    )
