@@ -74,6 +74,8 @@ def read_text_file(ws: Workspace, path: pathlib.Path) -> str:
         raise ToolRefusal(f"file not found: {shown}")
     if path.is_dir():
         raise ToolRefusal(f"{shown} is a directory")
+    if not path.is_file():
+        raise ToolRefusal(f"{shown} is not a regular file")
     data = path.read_bytes()
     if is_binary(data[:SNIFF_BYTES]):
         raise ToolRefusal(f"{shown} is a binary file")

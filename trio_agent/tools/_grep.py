@@ -103,16 +103,17 @@ def _grep(ws: Workspace, input: Mapping[str, Any], max_results: int) -> str:
                 if is_binary(raw.read(SNIFF_BYTES)):
                     continue
                 raw.seek(0)
-                for number, line in enumerate(io.TextIOWrapper(raw, "utf-8", "replace"), 1):
-                    if regex.search(line) is None:
-                        continue
-                    if len(out) >= max_results:
-                        more += 1
-                        continue
-                    text = line.rstrip("\r\n")
-                    if len(text) > MAX_LINE_CHARS:
-                        text = text[:MAX_LINE_CHARS] + " [...]"
-                    out.append(f"{rel}:{number}:{text}")
+                with io.TextIOWrapper(raw, "utf-8", "replace") as lines:
+                    for number, line in enumerate(lines, 1):
+                        if regex.search(line) is None:
+                            continue
+                        if len(out) >= max_results:
+                            more += 1
+                            continue
+                        text = line.rstrip("\r\n")
+                        if len(text) > MAX_LINE_CHARS:
+                            text = text[:MAX_LINE_CHARS] + " [...]"
+                        out.append(f"{rel}:{number}:{text}")
         except OSError:
             continue  # unreadable or vanished meanwhile
     if not out:
