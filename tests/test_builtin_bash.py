@@ -112,6 +112,12 @@ async def test_killed_by_a_signal(ws):
     assert "bye" in str(out.content)
 
 
+async def test_killed_by_a_realtime_signal(ws):
+    out = await call(Bash(ws), {"command": f"kill -{signal.SIGRTMIN + 2} $$"})
+    assert out.is_error
+    assert f"killed by signal {signal.SIGRTMIN + 2}" in str(out.content)
+
+
 async def test_timeout_kills_the_group(ws):
     pidfile = ws.root / "pid"
     lines: list[Any] = []

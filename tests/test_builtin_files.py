@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from trio_agent import Tool, ToolContext, ToolOutput
-from trio_agent.tools import Edit, Read, Workspace, Write
+from trio_agent.tools import Edit, Read, Workspace, Write, _files
 
 
 @pytest.fixture
@@ -326,3 +326,41 @@ async def test_fifo_is_refused_without_blocking(ws):
         out = await call(tool, input)
         assert out.is_error
         assert "not a regular file" in str(out.content)
+
+
+async def test_failed_write_leaves_no_temp_file(ws, monkeypatch):
+    (ws.root / "keep.txt").write_text("old")
+
+    def fail(src, dst):
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(_files.os, "replace", fail)
+    out = await call(Write(ws), {"path": "keep.txt", "content": "new"})
+    assert out.is_error
+    assert out.content == "disk on fire"
+    assert sorted(p.name for p in ws.root.iterdir()) == ["keep.txt"]
+    assert (ws.root / "keep.txt").read_text() == "old"
+
+
+async def test_write_rechecks_the_parent_after_making_it(tmp_path, ws, outside, monkeypatch):
+    # A directory swapped for a symlink to outside between resolve() and the write
+    # (a race) must not be written through.
+    real_mkdir = pathlib.Path.mkdir
+
+    def racing_mkdir(self, *args, **kwargs):
+        real_mkdir(self, *args, **kwargs)
+        if self.name == "sub":
+            self.rmdir()
+            self.symlink_to(outside)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", racing_mkdir)
+    out = await call(Write(ws), {"path": "sub/new.txt", "content": "x"})
+    assert out.is_error
+    assert "outside the workspace" in str(out.content)
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+
+
+async def test_read_far_into_a_long_file(ws):
+    (ws.root / "long.txt").write_text("".join(f"{i}\n" for i in range(1, 25_001)))
+    out = await call(Read(ws), {"path": "long.txt", "offset": 24_999})
+    assert out.content == " 24999\t24999\n 25000\t25000"

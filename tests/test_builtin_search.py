@@ -200,3 +200,36 @@ async def test_grep_skips_fifos(ws):
     os.mkfifo(ws.root / "pipe")
     out = await call(Grep(ws), {"pattern": "Title"})
     assert out.content == "README.md:1:# Title"
+
+
+async def test_grep_skips_what_it_cannot_read(ws, monkeypatch):
+    real_scandir = os.scandir
+    real_open = pathlib.Path.open
+
+    def scandir(path):
+        if str(path).endswith("pkg"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    def open_(self, *args, **kwargs):
+        if self.name == "README.md":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(_grep.os, "scandir", scandir)
+    monkeypatch.setattr(pathlib.Path, "open", open_)
+    out = await call(Grep(ws), {"pattern": "return|Title"})
+    assert out.content == "src/main.py:4:    return os.getcwd()"
+
+
+async def test_glob_many_files(ws):
+    many = ws.root / "many"
+    many.mkdir()
+    for i in range(1500):
+        (many / f"{i:04}.txt").touch()
+    out = await call(Glob(ws, sort="name", max_results=2), {"pattern": "many/*.txt"})
+    assert str(out.content).splitlines() == [
+        "many/0000.txt",
+        "many/0001.txt",
+        "[truncated: 1498 more files; use a narrower pattern or path]",
+    ]

@@ -186,3 +186,17 @@ async def test_truncated_streaming_body_through_a_mock_transport():
         "y" * 250 + "\n[truncated: only the first 250 bytes were read]"
     )
     gc.collect()  # an unfinished async generator would warn now (warnings are errors)
+
+
+async def test_connection_lost_mid_body_is_an_error_result():
+    async def body():
+        yield b"partial"
+        raise httpx.ReadError("connection reset")
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body(), headers={"content-type": "text/plain"})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        out = await call(WebFetch(http_client=client), "https://example.test/")
+    assert out.is_error
+    assert "ReadError: connection reset" in str(out.content)

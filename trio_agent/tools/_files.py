@@ -8,7 +8,6 @@ raised there as :class:`ToolRefusal` and turned into an error result by
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import pathlib
 import secrets
@@ -43,7 +42,7 @@ def is_binary(head: bytes) -> bool:
 
 
 def _describe_os_error(exc: OSError, ws: Workspace) -> str:
-    reason = exc.strerror or errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    reason = exc.strerror or str(exc) or type(exc).__name__
     if exc.filename is not None:
         return f"{reason}: {ws.display(pathlib.Path(os.fsdecode(exc.filename)))}"
     return reason
