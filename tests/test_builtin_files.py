@@ -364,3 +364,12 @@ async def test_read_far_into_a_long_file(ws):
     (ws.root / "long.txt").write_text("".join(f"{i}\n" for i in range(1, 25_001)))
     out = await call(Read(ws), {"path": "long.txt", "offset": 24_999})
     assert out.content == " 24999\t24999\n 25000\t25000"
+
+
+async def test_read_cuts_a_huge_single_line_in_bounded_memory(ws):
+    (ws.root / "one.txt").write_text("z" * 300_000 + "\nnext\n" + "w" * 2001)
+    out = await call(Read(ws), {"path": "one.txt"})
+    lines = str(out.content).splitlines()
+    assert lines[0] == f"     1\t{'z' * 2000} [... line cut, 298000 more characters]"
+    assert lines[1] == "     2\tnext"
+    assert lines[2] == f"     3\t{'w' * 2000} [... line cut, 1 more characters]"

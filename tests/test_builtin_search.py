@@ -233,3 +233,13 @@ async def test_glob_many_files(ws):
         "many/0001.txt",
         "[truncated: 1498 more files; use a narrower pattern or path]",
     ]
+
+
+async def test_grep_searches_the_first_mib_of_a_line(ws, monkeypatch):
+    monkeypatch.setattr(_grep, "MAX_SEARCHED", 100)
+    (ws.root / "wide.txt").write_text("a" * 50 + "early" + "b" * 200 + "late\nlate\n")
+    out = await call(Grep(ws), {"pattern": "early|late", "glob": "wide.txt"})
+    lines = str(out.content).splitlines()
+    assert [line.split(":")[:2] for line in lines] == [["wide.txt", "1"], ["wide.txt", "2"]]
+    out = await call(Grep(ws), {"pattern": "b+late", "glob": "wide.txt"})
+    assert "No matches" in str(out.content)

@@ -8,10 +8,11 @@ raised there as :class:`ToolRefusal` and turned into an error result by
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import pathlib
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import trio
 
@@ -23,10 +24,13 @@ __all__ = [
     "SNIFF_BYTES",
     "ToolRefusal",
     "atomic_write",
+    "bounded_lines",
     "is_binary",
     "read_text_file",
     "run_guarded",
 ]
+
+_SKIP_CHUNK = 65536
 
 #: How many leading bytes decide whether a file is binary (as git and grep do).
 SNIFF_BYTES = 8192
@@ -34,6 +38,21 @@ SNIFF_BYTES = 8192
 
 class ToolRefusal(Exception):
     """A file tool refuses: its message is shown to the model as an error result."""
+
+
+def bounded_lines(text: io.TextIOBase, limit: int) -> Iterator[tuple[str, int]]:
+    """The lines of *text* without their newline, each cut to *limit* characters,
+    with how many characters were cut: memory stays O(limit) even for a file that
+    is one huge line."""
+    while line := text.readline(limit):
+        cut = 0
+        if not line.endswith("\n"):
+            while more := text.readline(_SKIP_CHUNK):
+                if more.endswith("\n"):
+                    cut += len(more) - 1
+                    break
+                cut += len(more)
+        yield line.removesuffix("\n"), cut
 
 
 def is_binary(head: bytes) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 import trio
 
 from .._tools import Tool, ToolContext, ToolOutput
-from ._files import SNIFF_BYTES, ToolRefusal, is_binary, run_guarded
+from ._files import SNIFF_BYTES, ToolRefusal, bounded_lines, is_binary, run_guarded
 from ._workspace import Workspace
 
 __all__ = ["Read"]
@@ -54,7 +54,7 @@ def _read(ws: Workspace, input: Mapping[str, Any], max_chars: int) -> str:
         last = 0
         stop: str | None = None
         with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as text:
-            for number, line in enumerate(text, 1):
+            for number, (line, cut) in enumerate(bounded_lines(text, MAX_LINE_CHARS), 1):
                 if number % _CHECK_EVERY == 0:
                     trio.from_thread.check_cancelled()
                 last = number
@@ -63,10 +63,9 @@ def _read(ws: Workspace, input: Mapping[str, Any], max_chars: int) -> str:
                 if number >= offset + limit:
                     stop = "limit"
                     break
-                line = line.rstrip("\r\n")
-                if len(line) > MAX_LINE_CHARS:
-                    cut = len(line) - MAX_LINE_CHARS
-                    line = f"{line[:MAX_LINE_CHARS]} [... line cut, {cut} more characters]"
+                line = line.removesuffix("\r")
+                if cut:
+                    line = f"{line} [... line cut, {cut} more characters]"
                 entry = f"{number:6}\t{line}"
                 if used + len(entry) + 1 > max_chars and out:
                     stop = "size"
