@@ -47,6 +47,7 @@ from ._permissions import CanUseTool as CanUseTool
 from ._permissions import Deny as Deny
 from ._permissions import PermissionDecision as PermissionDecision
 from ._permissions import Reject as Reject
+from ._retry import RetryPolicy as RetryPolicy
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import ToolOutput as ToolOutput
@@ -82,6 +83,7 @@ __all__ = [
     "RedactedThinkingBlock",
     "Reject",
     "RequestTooLargeError",
+    "RetryPolicy",
     "ServerToolUseBlock",
     "StreamError",
     "StreamIdleTimeoutError",
