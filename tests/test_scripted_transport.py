@@ -146,5 +146,19 @@ def test_api_key_is_redacted_in_request_repr() -> None:
 
 
 def test_a_script_holds_only_answers() -> None:
-    with pytest.raises(TypeError, match="ScriptedAnswer or HTTPErrorAnswer"):
+    with pytest.raises(TypeError, match="ScriptedAnswer, HTTPErrorAnswer or DroppedConnection"):
         ScriptedModel(["hello"])  # type: ignore[list-item]
+
+
+async def test_dropped_connection(autojump_clock: Any) -> None:
+    from trio_agent.testing import DroppedConnection
+
+    model = ScriptedModel([DroppedConnection(delay=3.0), _answer()])
+    async with httpx.AsyncClient(transport=model.transport()) as client:
+        with pytest.raises(httpx.RemoteProtocolError, match="without sending a response"):
+            await client.post(URL, json={})
+        assert trio.current_time() == 3.0
+        response = await client.post(URL, json={})
+    assert response.status_code == 200
+    assert len(model.requests) == 2
+    assert model.open_streams == 0
