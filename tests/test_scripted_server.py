@@ -143,3 +143,14 @@ async def test_stall_pings_on_a_real_socket() -> None:
         response = await client.post("/v1/messages", json={})
     assert response.content == render_sse(answer)
     assert response.content.count(b"event: ping") == 5
+
+
+async def test_connection_close_requests() -> None:
+    model = ScriptedModel([ANSWER, ANSWER])
+    async with (
+        serve_scripted_model(model) as base_url,
+        httpx.AsyncClient(base_url=base_url, headers={"connection": "close"}) as client,
+    ):
+        first = await client.post("/v1/messages", json={})
+        second = await client.post("/v1/messages", json={})
+    assert first.content == second.content == render_sse(ANSWER)
