@@ -200,3 +200,15 @@ async def test_a_closed_body_cannot_be_read(autojump_clock: Any) -> None:
     assert model.open_streams == 0
     with pytest.raises(httpx.StreamClosed):
         await stream.__aiter__().__anext__()
+
+
+def test_testing_all_is_sorted_and_complete() -> None:
+    import trio_agent.testing as testing
+
+    assert testing.__all__ == sorted(testing.__all__)
+    public = {
+        name
+        for name in dir(testing)
+        if not name.startswith("_") and type(getattr(testing, name)).__name__ != "module"
+    }
+    assert public == set(testing.__all__)
