@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 import httpx_sse
+import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -244,3 +245,22 @@ def test_the_transport_delivers_the_plan_on_schedule(
         assert model.open_streams == 0
 
     trio.run(main, clock=MockClock(autojump_threshold=0))
+
+
+def test_encode_event_needs_a_type() -> None:
+    with pytest.raises(ValueError, match="string 'type'"):
+        encode_event({"data": 1})
+
+
+def test_error_event_and_unsigned_thinking() -> None:
+    from trio_agent.testing import error_event
+
+    assert error_event("api_error", "boom") == {
+        "type": "error",
+        "error": {"type": "api_error", "message": "boom"},
+    }
+    assert error_event("weird_error")["error"]["message"] == "Weird error"
+    events = ScriptedAnswer(blocks=[ThinkingBlock("t", "")]).events()
+    assert [e["delta"]["type"] for e in events if e["type"] == "content_block_delta"] == [
+        "thinking_delta"
+    ]

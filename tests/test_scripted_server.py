@@ -109,3 +109,48 @@ async def test_shutdown_with_a_connection_still_streaming() -> None:
                 pass
         await stream.aclose()
     assert not scope.cancelled_caught
+
+
+async def test_dropped_connection_and_delayed_error_on_a_real_socket() -> None:
+    from trio_agent.testing import DroppedConnection
+
+    model = ScriptedModel(
+        [DroppedConnection(), HTTPErrorAnswer(status=500, delay=0.01, body=b"oops"), ANSWER]
+    )
+    async with (
+        serve_scripted_model(model) as base_url,
+        httpx.AsyncClient(base_url=base_url) as client,
+    ):
+        with pytest.raises(httpx.RemoteProtocolError):
+            await client.post("/v1/messages", json={})
+        error = await client.post("/v1/messages", json={})
+        ok = await client.post("/v1/messages", json={})
+    assert (error.status_code, error.content) == (500, b"oops")
+    assert ok.content == render_sse(ANSWER)
+    assert len(model.requests) == 3
+
+
+async def test_stall_pings_on_a_real_socket() -> None:
+    answer = ScriptedAnswer(
+        blocks=[TextBlock("a")],
+        faults=Faults(stall_before_event=2, stall_seconds=0.05, pings_only_for=0.01),
+    )
+    model = ScriptedModel([answer])
+    async with (
+        serve_scripted_model(model) as base_url,
+        httpx.AsyncClient(base_url=base_url) as client,
+    ):
+        response = await client.post("/v1/messages", json={})
+    assert response.content == render_sse(answer)
+    assert response.content.count(b"event: ping") == 5
+
+
+async def test_connection_close_requests() -> None:
+    model = ScriptedModel([ANSWER, ANSWER])
+    async with (
+        serve_scripted_model(model) as base_url,
+        httpx.AsyncClient(base_url=base_url, headers={"connection": "close"}) as client,
+    ):
+        first = await client.post("/v1/messages", json={})
+        second = await client.post("/v1/messages", json={})
+    assert first.content == second.content == render_sse(ANSWER)

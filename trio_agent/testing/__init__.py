@@ -5,6 +5,7 @@ The hypothesis strategies live in :mod:`trio_agent.testing.strategies` (they nee
 """
 
 from ._answers import Answer as Answer
+from ._answers import DroppedConnection as DroppedConnection
 from ._answers import Faults as Faults
 from ._answers import HTTPErrorAnswer as HTTPErrorAnswer
 from ._answers import ScriptedAnswer as ScriptedAnswer
@@ -22,6 +23,7 @@ from ._sse_render import render_sse as render_sse
 
 __all__ = [
     "Answer",
+    "DroppedConnection",
     "Faults",
     "HTTPErrorAnswer",
     "ScriptedAnswer",

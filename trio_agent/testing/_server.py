@@ -64,6 +64,8 @@ async def _serve_connection(model: ScriptedModel, stream: trio.SocketStream) -> 
                 )
                 start = trio.current_time()
                 await trio.sleep_until(start + response.delay)
+                if response.dropped:
+                    return  # leaving `async with stream` closes the socket
                 headers = list(response.headers)
                 if not response.plan.disconnect and all(
                     at == 0 for at, _ in response.plan.schedule()

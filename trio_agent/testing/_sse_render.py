@@ -266,11 +266,8 @@ def _segments(answer: ScriptedAnswer) -> list[tuple[float, bytes]]:
             segments.append((delay, encode_event(event, faults.line_ending)))
         elif delay > 0:
             segments.append((delay, b""))  # a stall before the end of the stream
-    if faults.bom:
-        if segments:
-            segments[0] = (segments[0][0], BOM + segments[0][1])
-        else:
-            segments.append((0.0, BOM))
+    if faults.bom:  # there is always a first event: message_start
+        segments[0] = (segments[0][0], BOM + segments[0][1])
     return segments
 
 
