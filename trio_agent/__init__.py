@@ -44,6 +44,8 @@ from ._permissions import CanUseTool as CanUseTool
 from ._permissions import Deny as Deny
 from ._permissions import PermissionDecision as PermissionDecision
 from ._permissions import Reject as Reject
+from ._rules import PermissionRuleError as PermissionRuleError
+from ._rules import PermissionRules as PermissionRules
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import ToolOutput as ToolOutput
@@ -72,6 +74,8 @@ __all__ = [
     "OverloadedError",
     "PermissionDecision",
     "PermissionDeniedError",
+    "PermissionRuleError",
+    "PermissionRules",
     "PromptTooLongError",
     "RateLimitError",
     "RedactedThinkingBlock",
