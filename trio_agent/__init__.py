@@ -1,6 +1,9 @@
 """trio_agent: run an LLM agent's tool calls while the model is still streaming,
 under Trio's structured concurrency."""
 
+from ._accumulate import AccumulatorStatistics as AccumulatorStatistics
+from ._accumulate import MessageAccumulator as MessageAccumulator
+from ._accumulate import StreamLimits as StreamLimits
 from ._exceptions import APIConnectionError as APIConnectionError
 from ._exceptions import APIError as APIError
 from ._exceptions import APIStatusError as APIStatusError
@@ -58,6 +61,7 @@ __all__ = [
     "APIError",
     "APIStatusError",
     "APITimeoutError",
+    "AccumulatorStatistics",
     "Allow",
     "AssistantMessage",
     "AuthenticationError",
@@ -69,6 +73,7 @@ __all__ = [
     "InternalServerError",
     "InvalidRequestError",
     "Message",
+    "MessageAccumulator",
     "NotFoundError",
     "OpaqueBlock",
     "OverloadedError",
@@ -85,6 +90,7 @@ __all__ = [
     "StreamError",
     "StreamIdleTimeoutError",
     "StreamLimitError",
+    "StreamLimits",
     "StreamProtocolError",
     "StreamTruncatedError",
     "TextBlock",
