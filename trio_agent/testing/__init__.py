@@ -12,6 +12,7 @@ from ._answers import Timing as Timing
 from ._scripted import ScriptedModel as ScriptedModel
 from ._scripted import ScriptedRequest as ScriptedRequest
 from ._scripted import ScriptedResponse as ScriptedResponse
+from ._server import serve_scripted_model as serve_scripted_model
 from ._sse_render import StreamPlan as StreamPlan
 from ._sse_render import encode_event as encode_event
 from ._sse_render import error_event as error_event
@@ -34,4 +35,5 @@ __all__ = [
     "plan_stream",
     "render_events",
     "render_sse",
+    "serve_scripted_model",
 ]
