@@ -25,6 +25,8 @@ from ._exceptions import ToolDefinitionError as ToolDefinitionError
 from ._exceptions import TranscriptError as TranscriptError
 from ._exceptions import TrioAgentError as TrioAgentError
 from ._exceptions import WorkspaceError as WorkspaceError
+from ._executor import ToolExecutor as ToolExecutor
+from ._executor import open_tool_executor as open_tool_executor
 from ._messages import AssistantMessage as AssistantMessage
 from ._messages import ContentBlock as ContentBlock
 from ._messages import Message as Message
@@ -44,6 +46,11 @@ from ._permissions import CanUseTool as CanUseTool
 from ._permissions import Deny as Deny
 from ._permissions import PermissionDecision as PermissionDecision
 from ._permissions import Reject as Reject
+from ._results import AbortReason as AbortReason
+from ._results import ExecutorStatistics as ExecutorStatistics
+from ._results import ToolFinished as ToolFinished
+from ._results import ToolProgress as ToolProgress
+from ._results import ToolResult as ToolResult
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import ToolOutput as ToolOutput
@@ -56,6 +63,7 @@ __all__ = [
     "APIError",
     "APIStatusError",
     "APITimeoutError",
+    "AbortReason",
     "Allow",
     "AssistantMessage",
     "AuthenticationError",
@@ -64,6 +72,7 @@ __all__ = [
     "ContentBlock",
     "Deny",
     "ExecutorClosedError",
+    "ExecutorStatistics",
     "InternalServerError",
     "InvalidRequestError",
     "Message",
@@ -88,7 +97,11 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolDefinitionError",
+    "ToolExecutor",
+    "ToolFinished",
     "ToolOutput",
+    "ToolProgress",
+    "ToolResult",
     "ToolResultBlock",
     "ToolUseBlock",
     "TranscriptError",
@@ -98,5 +111,6 @@ __all__ = [
     "WorkspaceError",
     "block_from_api",
     "message_from_api",
+    "open_tool_executor",
     "tool",
 ]
