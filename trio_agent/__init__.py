@@ -29,6 +29,8 @@ from ._exceptions import ToolDefinitionError as ToolDefinitionError
 from ._exceptions import TranscriptError as TranscriptError
 from ._exceptions import TrioAgentError as TrioAgentError
 from ._exceptions import WorkspaceError as WorkspaceError
+from ._executor import ToolExecutor as ToolExecutor
+from ._executor import open_tool_executor as open_tool_executor
 from ._messages import AssistantMessage as AssistantMessage
 from ._messages import ContentBlock as ContentBlock
 from ._messages import Message as Message
@@ -48,6 +50,11 @@ from ._permissions import CanUseTool as CanUseTool
 from ._permissions import Deny as Deny
 from ._permissions import PermissionDecision as PermissionDecision
 from ._permissions import Reject as Reject
+from ._results import AbortReason as AbortReason
+from ._results import ExecutorStatistics as ExecutorStatistics
+from ._results import ToolFinished as ToolFinished
+from ._results import ToolProgress as ToolProgress
+from ._results import ToolResult as ToolResult
 from ._retry import RetryPolicy as RetryPolicy
 from ._rules import PermissionRuleError as PermissionRuleError
 from ._rules import PermissionRules as PermissionRules
@@ -67,6 +74,7 @@ __all__ = [
     "APIError",
     "APIStatusError",
     "APITimeoutError",
+    "AbortReason",
     "AccumulatorStatistics",
     "Allow",
     "AnthropicClient",
@@ -77,6 +85,7 @@ __all__ = [
     "ContentBlock",
     "Deny",
     "ExecutorClosedError",
+    "ExecutorStatistics",
     "InternalServerError",
     "InvalidRequestError",
     "Message",
@@ -110,7 +119,11 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolDefinitionError",
+    "ToolExecutor",
+    "ToolFinished",
     "ToolOutput",
+    "ToolProgress",
+    "ToolResult",
     "ToolResultBlock",
     "ToolUseBlock",
     "TranscriptError",
@@ -120,5 +133,6 @@ __all__ = [
     "WorkspaceError",
     "block_from_api",
     "message_from_api",
+    "open_tool_executor",
     "tool",
 ]
