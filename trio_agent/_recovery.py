@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from ._messages import AssistantMessage, Message, Usage, UserMessage
+from ._messages import AssistantMessage, Message, ToolUseBlock, Usage, UserMessage
 from ._state import State, Transition, TransitionReason
 
 __all__ = [
@@ -103,7 +103,9 @@ def _go(state: State, reason: TransitionReason, **changes: object) -> State:
 
 def succeeded(state: State, usage: Usage) -> State:
     """A model call completed: count its usage; the overloaded streak is over."""
-    return attrs.evolve(state, usage=state.usage + usage, consecutive_overloaded=0)
+    return attrs.evolve(
+        state, usage=state.usage + usage, consecutive_overloaded=0, dropped_started=()
+    )
 
 
 def after_tools(state: State, message: AssistantMessage, results: UserMessage) -> State:
@@ -169,15 +171,20 @@ def compacted(state: State, messages: Sequence[Message]) -> State:
     )
 
 
-def on_overloaded(state: State, fallback_model: str | None) -> State | None:
+def on_overloaded(
+    state: State, fallback_model: str | None, started: Sequence[ToolUseBlock] = ()
+) -> State | None:
     """The next state after an overloaded error, or None: the turn ends with it.
 
     Without a fallback model the client's own retries were the last word. With
     one, the same request is retried until :data:`MAX_CONSECUTIVE_OVERLOADED`
     errors in a row, then the model switches once (the streak starts again on it).
+    *started* are the tools of the dropped attempt that had started; they are kept
+    in ``dropped_started`` until a call succeeds.
     """
     if fallback_model is None:
         return None
+    state = attrs.evolve(state, dropped_started=(*state.dropped_started, *started))
     count = state.consecutive_overloaded + 1
     if count < MAX_CONSECUTIVE_OVERLOADED:
         return _go(state, TransitionReason.OVERLOADED_RETRY, consecutive_overloaded=count)

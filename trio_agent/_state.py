@@ -124,9 +124,10 @@ class Compacted:
 class ModelFallback:
     """The model was overloaded too often; the loop switches to *to_model*.
 
-    The partial answer of the dropped attempt is not in the history. Tools of that
-    answer that had already started (and so may have had effects) are listed in
-    *started_tools*; the others never ran.
+    The partial answers of the dropped attempts (this one and the overloaded
+    retries before it) are not in the history. Their tools that had already
+    started (and so may have had effects) are listed in *started_tools*; the
+    others never ran.
     """
 
     from_model: str
@@ -179,6 +180,8 @@ class State:
         has_attempted_compact: the compactor already ran for this turn.
         consecutive_overloaded: overloaded errors in a row.
         has_fallen_back: the fallback model is in use.
+        dropped_started: the tools that had started in the attempts dropped since
+            the last successful call (overloaded retries); a fallback reports them.
         paused: the answer that stopped with ``pause_turn``; it is sent as the last
             (assistant) message of the next request and merged with the
             continuation, so two assistant messages never follow each other.
@@ -195,6 +198,7 @@ class State:
     has_attempted_compact: bool = False
     consecutive_overloaded: int = 0
     has_fallen_back: bool = False
+    dropped_started: tuple[ToolUseBlock, ...] = ()
     paused: AssistantMessage | None = None
     usage: Usage = attrs.field(factory=Usage)
     transition: Transition | None = None

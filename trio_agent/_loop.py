@@ -1,0 +1,553 @@
+"""query(): the agent's turn loop, a state machine over streamed model calls.
+
+Each iteration streams one model call into a fresh tool executor (tools start at
+their ``content_block_stop``, while the model still streams), forwards what happens
+as events, and then asks :mod:`trio_agent._recovery` what comes next. The history
+is only ever appended to with messages that were sent as events, so a consumer
+that appends every ``AssistantMessage`` / ``UserMessage`` event to its own copy
+holds exactly ``TurnEnd.messages`` (except after a :class:`Compacted` event, which
+replaces the history).
+
+Example::
+
+    async with trio_agent.query(client, [UserMessage("Fix the bug")], tools=tools,
+                                model="claude-sonnet-4-5", max_tokens=8192) as events:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                print(event.text, end="")
+            elif isinstance(event, TurnEnd):
+                history = event.messages
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, Literal, TypeAlias
+
+import attrs
+import trio
+
+from . import _recovery as rec
+from ._control import TurnControl
+from ._exceptions import APIError, OverloadedError, PromptTooLongError, StreamError
+from ._executor import ToolExecutor, open_tool_executor
+from ._messages import AssistantMessage, ContentBlock, Message, ToolUseBlock, UserMessage
+from ._permissions import CanUseTool
+from ._results import AbortReason, ToolFinished, ToolProgress, ToolResult
+from ._state import (
+    BlockFinished,
+    Compacted,
+    ModelFallback,
+    State,
+    TextDelta,
+    ThinkingDelta,
+    Transition,
+    TurnEnd,
+    TurnEndReason,
+)
+from ._stream import StreamEvent, StreamResult
+from ._tools import Tool
+
+__all__ = ["Compactor", "QueryEvent", "StopHook", "StopHookResult", "query"]
+
+QueryEvent: TypeAlias = (
+    TextDelta
+    | ThinkingDelta
+    | BlockFinished
+    | AssistantMessage
+    | UserMessage
+    | ToolProgress
+    | ToolFinished
+    | ToolResult
+    | Compacted
+    | ModelFallback
+    | Transition
+    | TurnEnd
+)
+
+
+@attrs.frozen
+class StopHookResult:
+    """What a stop hook says about the end of a turn.
+
+    Attributes:
+        block: True to refuse the end: the loop sends *message* as a user message
+            and calls the model again (transition ``stop_hook_blocking``).
+        message: what the model reads when the hook blocks.
+    """
+
+    block: bool = False
+    message: str | None = None
+
+
+StopHook: TypeAlias = Callable[[tuple[Message, ...]], Awaitable[StopHookResult | None]]
+Compactor: TypeAlias = Callable[[tuple[Message, ...]], Awaitable[Sequence[Message]]]
+
+_DEFAULT_BLOCK_MESSAGE = "A stop hook blocked the end of the turn; continue."
+_Phase: TypeAlias = Literal["streaming", "tools"]
+
+
+@attrs.define(eq=False)
+class _Attempt:
+    """What one model call produced, whatever way it ended."""
+
+    blocks: list[ContentBlock] = attrs.field(factory=list[ContentBlock])
+    start: dict[str, Any] | None = None
+    result: StreamResult | None = None
+    error: APIError | StreamError | None = None
+    phase: _Phase = "streaming"
+    received: dict[str, ToolResult] = attrs.field(factory=dict[str, ToolResult])
+    drained: list[ToolResult] = attrs.field(factory=list[ToolResult])
+    answer_sent: bool = False
+    aborted: bool = False
+
+    def results(self) -> dict[str, ToolResult]:
+        every = dict(self.received)
+        for result in self.drained:
+            every.setdefault(result.tool_use_id, result)
+        return every
+
+    def partial(self, model: str) -> AssistantMessage | None:
+        """The finished blocks of an answer cut short, as a message; None if none."""
+        if not self.blocks:
+            return None
+        base: Mapping[str, Any] = (self.start or {}).get("message") or {}
+        return AssistantMessage(
+            id=str(base.get("id") or "msg_interrupted"),
+            model=str(base.get("model") or model),
+            content=tuple(self.blocks),
+            stop_reason=None,
+        )
+
+
+@attrs.define(eq=False)
+class _Loop:
+    client: Any
+    tools: Sequence[Tool]
+    system: Any
+    can_use_tool: CanUseTool | None
+    max_turns: int | None
+    fallback_model: str | None
+    stop_hooks: Sequence[StopHook]
+    compactor: Compactor | None
+    max_tool_concurrency: int
+    control: TurnControl
+    params: dict[str, Any]
+    send: trio.MemorySendChannel[QueryEvent]
+
+    # -- the loop -----------------------------------------------------------------
+
+    async def run(self, state: State) -> None:
+        with self.send:
+            end = await self._run(state)
+            await self.send.send(end)
+
+    async def _run(self, state: State) -> TurnEnd:
+        last_phase: _Phase = "streaming"
+        while True:
+            if self.control.aborted or self.control.interrupted:
+                return await self._end(state, _aborted_reason(last_phase), self._why_aborted())
+            attempt = await self._attempt(state)
+            last_phase = attempt.phase
+            if attempt.result is not None:
+                state = rec.succeeded(state, attempt.result.message.usage)
+            if attempt.aborted or (self.control.interrupted and attempt.error is None):
+                return await self._end_attempt(state, attempt)
+            if attempt.error is not None:
+                outcome = await self._recover_error(state, attempt)
+            else:
+                outcome = await self._decide(state, attempt)
+            if isinstance(outcome, TurnEnd):
+                return outcome
+            state = outcome
+            if rec.exceeds_max_turns(state, self.max_turns):
+                return await self._end(
+                    state,
+                    TurnEndReason.MAX_TURNS,
+                    message=f"The turn used its {self.max_turns} model turns.",
+                )
+            assert state.transition is not None
+            await self.send.send(state.transition)
+
+    async def _decide(self, state: State, attempt: _Attempt) -> State | TurnEnd:
+        """The next state after a complete answer (already sent unless dropped)."""
+        assert attempt.result is not None
+        answer = attempt.result.message
+        message = rec.merge_paused(state.paused, answer)
+        outcome = rec.classify_answer(state, answer)
+        if outcome is rec.Outcome.TOOLS:
+            results = self._results_message(message, attempt)
+            await self.send.send(results)
+            if self.control.aborted or self.control.interrupted:
+                # Aborted once the tools were done: the pair is complete, stop here.
+                return await self._end(
+                    _append(state, message, results),
+                    TurnEndReason.ABORTED_TOOLS,
+                    self._why_aborted(),
+                )
+            return rec.after_tools(state, message, results)
+        if outcome is rec.Outcome.ESCALATE:
+            return rec.escalate(state)
+        if outcome is rec.Outcome.PAUSE:
+            return rec.pause(state, message)
+        if outcome is rec.Outcome.RECOVER:
+            state = rec.recover(state, message)
+            await self.send.send(state.messages[-1])
+            return state
+        if outcome is rec.Outcome.EXHAUSTED:
+            return await self._end(
+                _append(state, message),
+                TurnEndReason.ERROR,
+                message="The answer hit max_tokens again after every recovery.",
+            )
+        blocked = await self._stop_hooks(_append(state, message))
+        if blocked is None or isinstance(blocked, TurnEnd):
+            return blocked or await self._end(_append(state, message), TurnEndReason.COMPLETED)
+        state = rec.stop_hook_block(state, message, blocked)
+        await self.send.send(state.messages[-1])
+        return state
+
+    # -- one model call -----------------------------------------------------------
+
+    async def _attempt(self, state: State) -> _Attempt:
+        attempt = _Attempt()
+        turn_scope = trio.CancelScope()
+        stream_scope = trio.CancelScope()
+        executor: ToolExecutor | None = None
+        with self._registered(turn_scope), turn_scope:
+            async with (
+                open_tool_executor(
+                    self.tools,
+                    turn_scope=turn_scope,
+                    can_use_tool=self.can_use_tool,
+                    max_concurrency=self.max_tool_concurrency,
+                ) as executor,
+                trio.open_nursery() as nursery,
+            ):
+                nursery.start_soon(self._forward_progress, executor)
+                nursery.start_soon(self._collect_results, executor, attempt)
+                self.control._attach(executor, stream_scope)
+                try:
+                    with stream_scope:
+                        await self._stream(state, executor, attempt)
+                except (APIError, StreamError) as exc:
+                    attempt.error = exc
+                    executor.discard()
+                finally:
+                    self.control._stream_done()
+                if attempt.error is None:
+                    executor.finish()
+                if attempt.result is not None:
+                    attempt.phase = "tools"
+                    await self._send_answer(state, attempt)
+        self.control._detach()
+        assert executor is not None
+        attempt.drained = list(executor.drain())
+        attempt.aborted = turn_scope.cancelled_caught
+        cut = attempt.aborted or stream_scope.cancelled_caught or attempt.error is not None
+        if not cut and attempt.result is None:
+            raise RuntimeError("the client's stream ended without a StreamResult")
+        return attempt
+
+    async def _stream(self, state: State, executor: ToolExecutor, attempt: _Attempt) -> None:
+        messages: list[Message] = list(state.messages)
+        if state.paused is not None:
+            messages.append(state.paused)
+        index = 0
+        async with self.client.stream(
+            model=state.model,
+            messages=messages,
+            max_tokens=state.effective_max_tokens,
+            system=self.system,
+            tools=list(self.tools),
+            **self.params,
+        ) as items:
+            async for item in items:
+                if isinstance(item, StreamEvent):
+                    index = await self._on_event(item, attempt, index)
+                elif isinstance(item, AssistantMessage):
+                    for block in item.content:
+                        attempt.blocks.append(block)
+                        if isinstance(block, ToolUseBlock):
+                            executor.add_tool(block)
+                        await self.send.send(BlockFinished(index, block))
+                elif isinstance(item, StreamResult):  # pragma: no branch
+                    attempt.result = item
+
+    async def _on_event(self, item: StreamEvent, attempt: _Attempt, index: int) -> int:
+        data = item.data
+        if item.type == "message_start":
+            attempt.start = data
+        elif item.type == "content_block_stop":
+            return int(data.get("index", index))
+        elif item.type == "content_block_delta":
+            delta: Mapping[str, Any] = data.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                await self.send.send(TextDelta(str(delta.get("text", "")), int(data["index"])))
+            elif delta.get("type") == "thinking_delta":
+                await self.send.send(
+                    ThinkingDelta(str(delta.get("thinking", "")), int(data["index"]))
+                )
+        return index
+
+    async def _send_answer(self, state: State, attempt: _Attempt) -> None:
+        """Send the complete answer as soon as the stream ends, unless it is dropped
+        (escalation) or kept aside (pause)."""
+        assert attempt.result is not None
+        outcome = rec.classify_answer(state, attempt.result.message)
+        if outcome in (rec.Outcome.ESCALATE, rec.Outcome.PAUSE):
+            return
+        await self.send.send(rec.merge_paused(state.paused, attempt.result.message))
+        attempt.answer_sent = True
+
+    async def _forward_progress(self, executor: ToolExecutor) -> None:
+        # The progress channel ends once every call has finished after finish() or
+        # discard(), so this task never outlives the attempt's tools.
+        async for item in executor.progress:
+            await self.send.send(item)
+
+    async def _collect_results(self, executor: ToolExecutor, attempt: _Attempt) -> None:
+        async for result in executor.results:
+            attempt.received[result.tool_use_id] = result
+            await self.send.send(result)
+
+    # -- endings ------------------------------------------------------------------
+
+    def _results_message(self, message: AssistantMessage, attempt: _Attempt) -> UserMessage:
+        """One tool_result per tool_use of *message*, in tool_use order."""
+        results = attempt.results()
+        blocks: list[ContentBlock] = []
+        for use in message.tool_uses:
+            try:
+                blocks.append(results[use.id].to_block())
+            except KeyError:
+                raise RuntimeError(f"the executor gave no result for tool_use {use.id}") from None
+        return UserMessage(tuple(blocks))
+
+    async def _end_attempt(self, state: State, attempt: _Attempt) -> TurnEnd:
+        """The turn was aborted, rejected or interrupted during *attempt*: keep what
+        the model finished, answer each of its tool uses, and end."""
+        answer = (
+            attempt.result.message if attempt.result is not None else attempt.partial(state.model)
+        )
+        added: list[Message] = []
+        if answer is not None:
+            message = rec.merge_paused(state.paused, answer)
+            if not attempt.answer_sent:
+                await self.send.send(message)
+            added.append(message)
+            if message.tool_uses:
+                results = self._results_message(message, attempt)
+                await self.send.send(results)
+                added.append(results)
+        why = self._why_aborted(attempt)
+        if why == AbortReason.PERMISSION_REJECTED:
+            reason = TurnEndReason.PERMISSION_REJECTED
+        else:
+            reason = _aborted_reason(attempt.phase)
+        return await self._end(_append(state, *added) if added else state, reason, why)
+
+    def _why_aborted(self, attempt: _Attempt | None = None) -> str | None:
+        if self.control.aborted:
+            return self.control.abort_reason
+        if attempt is not None and any(
+            r.abort_reason is AbortReason.PERMISSION_REJECTED for r in attempt.results().values()
+        ):
+            return str(AbortReason.PERMISSION_REJECTED)
+        if self.control.interrupted:
+            return str(AbortReason.INTERRUPT)
+        return None
+
+    async def _recover_error(self, state: State, attempt: _Attempt) -> State | TurnEnd:
+        error = attempt.error
+        assert error is not None
+        if isinstance(error, OverloadedError):
+            results = attempt.results()
+            started = [
+                b
+                for b in attempt.blocks
+                if isinstance(b, ToolUseBlock) and b.id in results and results[b.id].started
+            ]
+            next_state = rec.on_overloaded(state, self.fallback_model, started)
+            if next_state is not None:
+                if next_state.model != state.model:
+                    notice = ModelFallback(
+                        state.model, next_state.model, next_state.dropped_started
+                    )
+                    await self.send.send(notice)
+                return next_state
+        elif (
+            isinstance(error, PromptTooLongError)
+            and self.compactor is not None
+            and not state.has_attempted_compact
+        ):
+            return await self._compact(state)
+        return await self._end(state, TurnEndReason.ERROR, error=error)
+
+    async def _compact(self, state: State) -> State | TurnEnd:
+        assert self.compactor is not None
+        scope = trio.CancelScope()
+        with self._registered(scope), scope:
+            try:
+                messages = tuple(await self.compactor(state.messages))
+            except Exception as exc:
+                return await self._end(state, TurnEndReason.ERROR, error=exc)
+            await self.send.send(Compacted(messages))
+            return rec.compacted(state, messages)
+        return await self._end(state, TurnEndReason.ABORTED_STREAMING, self._why_aborted())
+
+    async def _stop_hooks(self, state: State) -> str | TurnEnd | None:
+        """Run every stop hook on the history; the blocking messages joined, or None."""
+        blocking: list[str] = []
+        scope = trio.CancelScope()
+        with self._registered(scope), scope:
+            for hook in self.stop_hooks:
+                try:
+                    result = await hook(state.messages)
+                except Exception as exc:
+                    return await self._end(state, TurnEndReason.ERROR, error=exc)
+                if result is not None and result.block:
+                    blocking.append(result.message or _DEFAULT_BLOCK_MESSAGE)
+            return "\n\n".join(blocking) if blocking else None
+        return await self._end(state, TurnEndReason.ABORTED_TOOLS, self._why_aborted())
+
+    @contextmanager
+    def _registered(self, scope: trio.CancelScope) -> Generator[None]:
+        self.control._enter_scope(scope)
+        try:
+            yield
+        finally:
+            self.control._exit_scope(scope)
+
+    async def _end(
+        self,
+        state: State,
+        reason: TurnEndReason,
+        abort_reason: str | None = None,
+        *,
+        error: Exception | None = None,
+        message: str | None = None,
+    ) -> TurnEnd:
+        """The TurnEnd for *state*; a paused answer still aside joins the history."""
+        if state.paused is not None:
+            await self.send.send(state.paused)
+            state = _append(state, state.paused)
+        if error is not None and message is None:
+            message = f"{type(error).__name__}: {error}"
+        return TurnEnd(
+            reason=reason,
+            usage=state.usage,
+            messages=state.messages,
+            turns=state.turn_count,
+            error=error,
+            message=message,
+            abort_reason=abort_reason,
+        )
+
+
+def _append(state: State, *messages: Message) -> State:
+    """*state* with *messages* in the history and no answer kept aside (a paused
+    answer is always merged into the message that follows it)."""
+    return attrs.evolve(state, messages=(*state.messages, *messages), paused=None)
+
+
+def _aborted_reason(phase: _Phase) -> TurnEndReason:
+    return TurnEndReason.ABORTED_STREAMING if phase == "streaming" else TurnEndReason.ABORTED_TOOLS
+
+
+@asynccontextmanager
+async def query(
+    client: Any,
+    messages: Sequence[Message],
+    *,
+    tools: Sequence[Tool],
+    system: Any = None,
+    model: str,
+    max_tokens: int,
+    can_use_tool: CanUseTool | None = None,
+    max_turns: int | None = None,
+    fallback_model: str | None = None,
+    stop_hooks: Sequence[StopHook] = (),
+    compactor: Compactor | None = None,
+    max_tool_concurrency: int = 10,
+    control: TurnControl | None = None,
+    **params: Any,
+) -> AsyncGenerator[trio.MemoryReceiveChannel[QueryEvent]]:
+    """Run one user turn: stream the model, run its tools, recover, until it ends.
+
+    Use it like a ``@trio.as_safe_channel`` function::
+
+        async with query(client, messages, tools=tools, model=m, max_tokens=8192) as events:
+            async for event in events:
+                ...
+
+    The loop runs in a background task that owns the tools; leaving the ``async
+    with`` block early cancels it (the turn then sends no ``TurnEnd``).
+
+    Args:
+        client: an :class:`~trio_agent.AnthropicClient` (anything with its
+            ``stream(model=, messages=, max_tokens=, system=, tools=, **params)``).
+        messages: the history, ending with the user's message; not modified.
+        tools: the tools the model may call.
+        system: the system prompt (a string or a list of blocks).
+        model: the model to use.
+        max_tokens: output tokens per call (escalated once to 64k on ``max_tokens``).
+        can_use_tool: the permission check, e.g. a :class:`~trio_agent.PermissionRules`.
+        max_turns: at most this many model turns (calls that follow new messages).
+        fallback_model: used after 3 overloaded errors in a row.
+        stop_hooks: ``async (history) -> StopHookResult | None``, run when the model
+            ends its answer; one that blocks makes the model go on.
+        compactor: ``async (history) -> new history``, run once when the prompt is
+            too long.
+        max_tool_concurrency: at most this many tools at once.
+        control: a :class:`~trio_agent.TurnControl` to abort or interrupt the turn.
+        **params: more Messages API parameters (``temperature``, ``thinking``...).
+
+    Yields:
+        A channel of events: :class:`TextDelta`, :class:`ThinkingDelta`,
+        :class:`BlockFinished`, :class:`~trio_agent.AssistantMessage` (complete
+        answers, each appended to the history), :class:`ToolResult`,
+        :class:`ToolProgress`, :class:`ToolFinished`,
+        :class:`~trio_agent.UserMessage` (tool results, "continue" and stop-hook
+        messages, each appended to the history), :class:`Compacted`,
+        :class:`ModelFallback`, :class:`Transition`, and a last :class:`TurnEnd`.
+
+    Raises:
+        ValueError: ``max_tokens``, ``max_turns`` or ``max_tool_concurrency`` < 1.
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
+    if max_turns is not None and max_turns < 1:
+        raise ValueError(f"max_turns must be at least 1, not {max_turns}")
+    if max_tool_concurrency < 1:
+        raise ValueError(f"max_tool_concurrency must be at least 1, not {max_tool_concurrency}")
+    send: trio.MemorySendChannel[QueryEvent]
+    receive: trio.MemoryReceiveChannel[QueryEvent]
+    send, receive = trio.open_memory_channel(0)
+    loop = _Loop(
+        client=client,
+        tools=tuple(tools),
+        system=system,
+        can_use_tool=can_use_tool,
+        max_turns=max_turns,
+        fallback_model=fallback_model,
+        stop_hooks=tuple(stop_hooks),
+        compactor=compactor,
+        max_tool_concurrency=max_tool_concurrency,
+        control=control if control is not None else TurnControl(),
+        params=params,
+        send=send,
+    )
+    state = State(messages=tuple(messages), model=model, max_tokens=max_tokens)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(loop.run, state)
+            with receive:
+                yield receive
+            nursery.cancel_scope.cancel(reason="left the query() block")
+    except BaseExceptionGroup as group:
+        # One error (the loop's or the consumer's) is raised as itself.
+        if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):
+            raise group.exceptions[0] from None
+        raise
