@@ -809,3 +809,76 @@ async def test_usage_counts_every_call(autojump_clock: trio.testing.MockClock) -
         ]
     )
     assert result.end.usage == Usage(20, 12)
+
+
+async def test_abort_during_the_compactor(autojump_clock: trio.testing.MockClock) -> None:
+    control = TurnControl()
+
+    async def compactor(messages: tuple[Message, ...]) -> list[Message]:
+        control.abort()
+        await trio.sleep(10)
+        return []  # pragma: no cover
+
+    result = await run([TOO_LONG], compactor=compactor, control=control)
+    assert result.end.reason is TurnEndReason.ABORTED_STREAMING
+    assert result.end.messages == PROMPT
+    assert result.of(Compacted) == []
+
+
+async def test_abort_during_a_stop_hook(autojump_clock: trio.testing.MockClock) -> None:
+    control = TurnControl()
+
+    async def hook(messages: tuple[Message, ...]) -> StopHookResult:
+        control.abort()
+        await trio.sleep(10)
+        return StopHookResult(block=True)  # pragma: no cover
+
+    result = await run([text("Done.")], stop_hooks=[hook], control=control)
+    assert result.end.reason is TurnEndReason.ABORTED_TOOLS
+    assert result.end.messages[-1].text == "Done."  # type: ignore[union-attr]
+
+
+async def test_interrupt_before_start(autojump_clock: trio.testing.MockClock) -> None:
+    control = TurnControl()
+    control.interrupt()
+    result = await run([text("never")], control=control)
+    assert result.end.reason is TurnEndReason.ABORTED_STREAMING
+    assert result.end.abort_reason == "interrupt"
+    assert control.interrupted
+    assert not control.aborted
+
+
+async def test_errors_are_raised_as_themselves(autojump_clock: trio.testing.MockClock) -> None:
+    model = ScriptedModel([text("hello")])
+
+    async def consume(client: Any, fail: bool) -> None:
+        async with query(client, PROMPT, tools=[], model="m", max_tokens=10) as events:
+            async for _ in events:
+                if fail:
+                    raise KeyError("consumer")
+
+    with pytest.raises(KeyError, match="consumer"):
+        await consume(client_for(model), True)
+
+    class Broken:
+        def stream(self, **kwargs: Any) -> Any:
+            raise TypeError("not a client")
+
+    with pytest.raises(TypeError, match="not a client"):
+        await consume(Broken(), False)
+
+
+def test_check_transcript_catches_broken_histories() -> None:
+    use = AssistantMessage("m", "x", [ToolUseBlock("a", "Read", {})], stop_reason="tool_use")
+    answer = AssistantMessage("m", "x", [TextBlock("hi")], stop_reason="end_turn")
+    ok = UserMessage([ToolResultBlock("a", "done")])
+    check_transcript([UserMessage("q"), use, ok, answer])
+    for broken in (
+        [UserMessage("q"), use],
+        [UserMessage("q"), use, UserMessage("no results")],
+        [UserMessage("q"), answer, answer],
+        [UserMessage("q"), answer, ok],
+        [UserMessage("q"), use, UserMessage([ToolResultBlock("b", "other")])],
+    ):
+        with pytest.raises(AssertionError):
+            check_transcript(broken)

@@ -246,7 +246,7 @@ class _Loop:
         attempt.drained = list(executor.drain())
         attempt.aborted = turn_scope.cancelled_caught
         cut = attempt.aborted or stream_scope.cancelled_caught or attempt.error is not None
-        if not cut and attempt.result is None:
+        if not cut and attempt.result is None:  # pragma: no cover - a client contract breach
             raise RuntimeError("the client's stream ended without a StreamResult")
         return attempt
 
@@ -321,7 +321,7 @@ class _Loop:
         for use in message.tool_uses:
             try:
                 blocks.append(results[use.id].to_block())
-            except KeyError:
+            except KeyError:  # pragma: no cover - an executor contract breach
                 raise RuntimeError(f"the executor gave no result for tool_use {use.id}") from None
         return UserMessage(tuple(blocks))
 
@@ -357,7 +357,7 @@ class _Loop:
             return str(AbortReason.PERMISSION_REJECTED)
         if self.control.interrupted:
             return str(AbortReason.INTERRUPT)
-        return None
+        return None  # pragma: no cover - only TurnControl and Reject cancel a turn
 
     async def _recover_error(self, state: State, attempt: _Attempt) -> State | TurnEnd:
         error = attempt.error
@@ -547,7 +547,11 @@ async def query(
                 yield receive
             nursery.cancel_scope.cancel(reason="left the query() block")
     except BaseExceptionGroup as group:
-        # One error (the loop's or the consumer's) is raised as itself.
-        if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):
-            raise group.exceptions[0] from None
-        raise
+        # The nurseries are an implementation detail: one error (the loop's or the
+        # consumer's), however deeply nested, is raised as itself.
+        leaf: BaseException = group
+        while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+            leaf = leaf.exceptions[0]  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(leaf, BaseExceptionGroup):
+            raise
+        raise leaf from None
