@@ -33,7 +33,6 @@ from ._exceptions import WorkspaceError as WorkspaceError
 from ._executor import ToolExecutor as ToolExecutor
 from ._executor import open_tool_executor as open_tool_executor
 from ._loop import Compactor as Compactor
-from ._loop import QueryEvent as QueryEvent
 from ._loop import StopHook as StopHook
 from ._loop import StopHookResult as StopHookResult
 from ._loop import query as query
@@ -67,6 +66,7 @@ from ._rules import PermissionRules as PermissionRules
 from ._state import BlockFinished as BlockFinished
 from ._state import Compacted as Compacted
 from ._state import ModelFallback as ModelFallback
+from ._state import QueryEvent as QueryEvent
 from ._state import State as State
 from ._state import TextDelta as TextDelta
 from ._state import ThinkingDelta as ThinkingDelta

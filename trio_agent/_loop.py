@@ -21,50 +21,31 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from typing import Any, Literal, TypeAlias
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeAlias
 
 import attrs
 import trio
 
 from . import _recovery as rec
+from ._attempt import Attempt, ModelCaller, Phase, registered
 from ._control import TurnControl
-from ._exceptions import APIError, OverloadedError, PromptTooLongError, StreamError
-from ._executor import ToolExecutor, open_tool_executor
-from ._messages import AssistantMessage, ContentBlock, Message, ToolUseBlock, UserMessage
+from ._exceptions import OverloadedError, PromptTooLongError
+from ._messages import Message, ToolUseBlock
 from ._permissions import CanUseTool
-from ._results import AbortReason, ToolFinished, ToolProgress, ToolResult
+from ._results import AbortReason
 from ._state import (
-    BlockFinished,
     Compacted,
     ModelFallback,
+    QueryEvent,
     State,
-    TextDelta,
-    ThinkingDelta,
-    Transition,
     TurnEnd,
     TurnEndReason,
 )
-from ._stream import StreamEvent, StreamResult
 from ._tools import Tool
 
-__all__ = ["Compactor", "QueryEvent", "StopHook", "StopHookResult", "query"]
-
-QueryEvent: TypeAlias = (
-    TextDelta
-    | ThinkingDelta
-    | BlockFinished
-    | AssistantMessage
-    | UserMessage
-    | ToolProgress
-    | ToolFinished
-    | ToolResult
-    | Compacted
-    | ModelFallback
-    | Transition
-    | TurnEnd
-)
+__all__ = ["Compactor", "StopHook", "StopHookResult", "query"]
 
 
 @attrs.frozen
@@ -85,55 +66,16 @@ StopHook: TypeAlias = Callable[[tuple[Message, ...]], Awaitable[StopHookResult |
 Compactor: TypeAlias = Callable[[tuple[Message, ...]], Awaitable[Sequence[Message]]]
 
 _DEFAULT_BLOCK_MESSAGE = "A stop hook blocked the end of the turn; continue."
-_Phase: TypeAlias = Literal["streaming", "tools"]
-
-
-@attrs.define(eq=False)
-class _Attempt:
-    """What one model call produced, whatever way it ended."""
-
-    blocks: list[ContentBlock] = attrs.field(factory=list[ContentBlock])
-    start: dict[str, Any] | None = None
-    result: StreamResult | None = None
-    error: APIError | StreamError | None = None
-    phase: _Phase = "streaming"
-    received: dict[str, ToolResult] = attrs.field(factory=dict[str, ToolResult])
-    drained: list[ToolResult] = attrs.field(factory=list[ToolResult])
-    answer_sent: bool = False
-    aborted: bool = False
-
-    def results(self) -> dict[str, ToolResult]:
-        every = dict(self.received)
-        for result in self.drained:
-            every.setdefault(result.tool_use_id, result)
-        return every
-
-    def partial(self, model: str) -> AssistantMessage | None:
-        """The finished blocks of an answer cut short, as a message; None if none."""
-        if not self.blocks:
-            return None
-        base: Mapping[str, Any] = (self.start or {}).get("message") or {}
-        return AssistantMessage(
-            id=str(base.get("id") or "msg_interrupted"),
-            model=str(base.get("model") or model),
-            content=tuple(self.blocks),
-            stop_reason=None,
-        )
 
 
 @attrs.define(eq=False)
 class _Loop:
-    client: Any
-    tools: Sequence[Tool]
-    system: Any
-    can_use_tool: CanUseTool | None
+    caller: ModelCaller
     max_turns: int | None
     fallback_model: str | None
     stop_hooks: Sequence[StopHook]
     compactor: Compactor | None
-    max_tool_concurrency: int
     control: TurnControl
-    params: dict[str, Any]
     send: trio.MemorySendChannel[QueryEvent]
 
     # -- the loop -----------------------------------------------------------------
@@ -144,11 +86,11 @@ class _Loop:
             await self.send.send(end)
 
     async def _run(self, state: State) -> TurnEnd:
-        last_phase: _Phase = "streaming"
+        last_phase: Phase = "streaming"
         while True:
             if self.control.aborted or self.control.interrupted:
                 return await self._end(state, _aborted_reason(last_phase), self._why_aborted())
-            attempt = await self._attempt(state)
+            attempt = await self.caller.call(state)
             last_phase = attempt.phase
             if attempt.result is not None:
                 state = rec.succeeded(state, attempt.result.message.usage)
@@ -170,14 +112,14 @@ class _Loop:
             assert state.transition is not None
             await self.send.send(state.transition)
 
-    async def _decide(self, state: State, attempt: _Attempt) -> State | TurnEnd:
+    async def _decide(self, state: State, attempt: Attempt) -> State | TurnEnd:
         """The next state after a complete answer (already sent unless dropped)."""
         assert attempt.result is not None
         answer = attempt.result.message
         message = rec.merge_paused(state.paused, answer)
         outcome = rec.classify_answer(state, answer)
         if outcome is rec.Outcome.TOOLS:
-            results = self._results_message(message, attempt)
+            results = attempt.results_message(message)
             await self.send.send(results)
             if self.control.aborted or self.control.interrupted:
                 # Aborted once the tools were done: the pair is complete, stop here.
@@ -210,122 +152,7 @@ class _Loop:
 
     # -- one model call -----------------------------------------------------------
 
-    async def _attempt(self, state: State) -> _Attempt:
-        attempt = _Attempt()
-        turn_scope = trio.CancelScope()
-        stream_scope = trio.CancelScope()
-        executor: ToolExecutor | None = None
-        with self._registered(turn_scope), turn_scope:
-            async with (
-                open_tool_executor(
-                    self.tools,
-                    turn_scope=turn_scope,
-                    can_use_tool=self.can_use_tool,
-                    max_concurrency=self.max_tool_concurrency,
-                ) as executor,
-                trio.open_nursery() as nursery,
-            ):
-                nursery.start_soon(self._forward_progress, executor)
-                nursery.start_soon(self._collect_results, executor, attempt)
-                self.control._attach(executor, stream_scope)
-                try:
-                    with stream_scope:
-                        await self._stream(state, executor, attempt)
-                except (APIError, StreamError) as exc:
-                    attempt.error = exc
-                    executor.discard()
-                finally:
-                    self.control._stream_done()
-                if attempt.error is None:
-                    executor.finish()
-                if attempt.result is not None:
-                    attempt.phase = "tools"
-                    await self._send_answer(state, attempt)
-        self.control._detach()
-        assert executor is not None
-        attempt.drained = list(executor.drain())
-        attempt.aborted = turn_scope.cancelled_caught
-        cut = attempt.aborted or stream_scope.cancelled_caught or attempt.error is not None
-        if not cut and attempt.result is None:  # pragma: no cover - a client contract breach
-            raise RuntimeError("the client's stream ended without a StreamResult")
-        return attempt
-
-    async def _stream(self, state: State, executor: ToolExecutor, attempt: _Attempt) -> None:
-        messages: list[Message] = list(state.messages)
-        if state.paused is not None:
-            messages.append(state.paused)
-        index = 0
-        async with self.client.stream(
-            model=state.model,
-            messages=messages,
-            max_tokens=state.effective_max_tokens,
-            system=self.system,
-            tools=list(self.tools),
-            **self.params,
-        ) as items:
-            async for item in items:
-                if isinstance(item, StreamEvent):
-                    index = await self._on_event(item, attempt, index)
-                elif isinstance(item, AssistantMessage):
-                    for block in item.content:
-                        attempt.blocks.append(block)
-                        if isinstance(block, ToolUseBlock):
-                            executor.add_tool(block)
-                        await self.send.send(BlockFinished(index, block))
-                elif isinstance(item, StreamResult):  # pragma: no branch
-                    attempt.result = item
-
-    async def _on_event(self, item: StreamEvent, attempt: _Attempt, index: int) -> int:
-        data = item.data
-        if item.type == "message_start":
-            attempt.start = data
-        elif item.type == "content_block_stop":
-            return int(data.get("index", index))
-        elif item.type == "content_block_delta":
-            delta: Mapping[str, Any] = data.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                await self.send.send(TextDelta(str(delta.get("text", "")), int(data["index"])))
-            elif delta.get("type") == "thinking_delta":
-                await self.send.send(
-                    ThinkingDelta(str(delta.get("thinking", "")), int(data["index"]))
-                )
-        return index
-
-    async def _send_answer(self, state: State, attempt: _Attempt) -> None:
-        """Send the complete answer as soon as the stream ends, unless it is dropped
-        (escalation) or kept aside (pause)."""
-        assert attempt.result is not None
-        outcome = rec.classify_answer(state, attempt.result.message)
-        if outcome in (rec.Outcome.ESCALATE, rec.Outcome.PAUSE):
-            return
-        await self.send.send(rec.merge_paused(state.paused, attempt.result.message))
-        attempt.answer_sent = True
-
-    async def _forward_progress(self, executor: ToolExecutor) -> None:
-        # The progress channel ends once every call has finished after finish() or
-        # discard(), so this task never outlives the attempt's tools.
-        async for item in executor.progress:
-            await self.send.send(item)
-
-    async def _collect_results(self, executor: ToolExecutor, attempt: _Attempt) -> None:
-        async for result in executor.results:
-            attempt.received[result.tool_use_id] = result
-            await self.send.send(result)
-
-    # -- endings ------------------------------------------------------------------
-
-    def _results_message(self, message: AssistantMessage, attempt: _Attempt) -> UserMessage:
-        """One tool_result per tool_use of *message*, in tool_use order."""
-        results = attempt.results()
-        blocks: list[ContentBlock] = []
-        for use in message.tool_uses:
-            try:
-                blocks.append(results[use.id].to_block())
-            except KeyError:  # pragma: no cover - an executor contract breach
-                raise RuntimeError(f"the executor gave no result for tool_use {use.id}") from None
-        return UserMessage(tuple(blocks))
-
-    async def _end_attempt(self, state: State, attempt: _Attempt) -> TurnEnd:
+    async def _end_attempt(self, state: State, attempt: Attempt) -> TurnEnd:
         """The turn was aborted, rejected or interrupted during *attempt*: keep what
         the model finished, answer each of its tool uses, and end."""
         answer = (
@@ -338,7 +165,7 @@ class _Loop:
                 await self.send.send(message)
             added.append(message)
             if message.tool_uses:
-                results = self._results_message(message, attempt)
+                results = attempt.results_message(message)
                 await self.send.send(results)
                 added.append(results)
         why = self._why_aborted(attempt)
@@ -348,7 +175,7 @@ class _Loop:
             reason = _aborted_reason(attempt.phase)
         return await self._end(_append(state, *added) if added else state, reason, why)
 
-    def _why_aborted(self, attempt: _Attempt | None = None) -> str | None:
+    def _why_aborted(self, attempt: Attempt | None = None) -> str | None:
         if self.control.aborted:
             return self.control.abort_reason
         if attempt is not None and any(
@@ -359,7 +186,7 @@ class _Loop:
             return str(AbortReason.INTERRUPT)
         return None  # pragma: no cover - only TurnControl and Reject cancel a turn
 
-    async def _recover_error(self, state: State, attempt: _Attempt) -> State | TurnEnd:
+    async def _recover_error(self, state: State, attempt: Attempt) -> State | TurnEnd:
         error = attempt.error
         assert error is not None
         if isinstance(error, OverloadedError):
@@ -388,7 +215,7 @@ class _Loop:
     async def _compact(self, state: State) -> State | TurnEnd:
         assert self.compactor is not None
         scope = trio.CancelScope()
-        with self._registered(scope), scope:
+        with registered(self.control, scope), scope:
             try:
                 messages = tuple(await self.compactor(state.messages))
             except Exception as exc:
@@ -401,7 +228,7 @@ class _Loop:
         """Run every stop hook on the history; the blocking messages joined, or None."""
         blocking: list[str] = []
         scope = trio.CancelScope()
-        with self._registered(scope), scope:
+        with registered(self.control, scope), scope:
             for hook in self.stop_hooks:
                 try:
                     result = await hook(state.messages)
@@ -411,14 +238,6 @@ class _Loop:
                     blocking.append(result.message or _DEFAULT_BLOCK_MESSAGE)
             return "\n\n".join(blocking) if blocking else None
         return await self._end(state, TurnEndReason.ABORTED_TOOLS, self._why_aborted())
-
-    @contextmanager
-    def _registered(self, scope: trio.CancelScope) -> Generator[None]:
-        self.control._enter_scope(scope)
-        try:
-            yield
-        finally:
-            self.control._exit_scope(scope)
 
     async def _end(
         self,
@@ -452,7 +271,7 @@ def _append(state: State, *messages: Message) -> State:
     return attrs.evolve(state, messages=(*state.messages, *messages), paused=None)
 
 
-def _aborted_reason(phase: _Phase) -> TurnEndReason:
+def _aborted_reason(phase: Phase) -> TurnEndReason:
     return TurnEndReason.ABORTED_STREAMING if phase == "streaming" else TurnEndReason.ABORTED_TOOLS
 
 
@@ -525,18 +344,24 @@ async def query(
     send: trio.MemorySendChannel[QueryEvent]
     receive: trio.MemoryReceiveChannel[QueryEvent]
     send, receive = trio.open_memory_channel(0)
-    loop = _Loop(
+    control = control if control is not None else TurnControl()
+    caller = ModelCaller(
         client=client,
         tools=tuple(tools),
         system=system,
         can_use_tool=can_use_tool,
+        max_tool_concurrency=max_tool_concurrency,
+        control=control,
+        params=params,
+        send=send,
+    )
+    loop = _Loop(
+        caller=caller,
         max_turns=max_turns,
         fallback_model=fallback_model,
         stop_hooks=tuple(stop_hooks),
         compactor=compactor,
-        max_tool_concurrency=max_tool_concurrency,
-        control=control if control is not None else TurnControl(),
-        params=params,
+        control=control,
         send=send,
     )
     state = State(messages=tuple(messages), model=model, max_tokens=max_tokens)

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import attrs
 
-from ._messages import AssistantMessage, ContentBlock, Message, ToolUseBlock, Usage
+from ._messages import AssistantMessage, ContentBlock, Message, ToolUseBlock, Usage, UserMessage
+from ._results import ToolFinished, ToolProgress, ToolResult
 
 __all__ = [
     "BlockFinished",
     "Compacted",
     "ModelFallback",
+    "QueryEvent",
     "State",
     "TextDelta",
     "ThinkingDelta",
@@ -207,3 +210,20 @@ class State:
     def effective_max_tokens(self) -> int:
         """The ``max_tokens`` of the next call."""
         return self.max_tokens if self.max_tokens_override is None else self.max_tokens_override
+
+
+#: Everything :func:`trio_agent.query` sends.
+QueryEvent: TypeAlias = (
+    TextDelta
+    | ThinkingDelta
+    | BlockFinished
+    | AssistantMessage
+    | UserMessage
+    | ToolProgress
+    | ToolFinished
+    | ToolResult
+    | Compacted
+    | ModelFallback
+    | Transition
+    | TurnEnd
+)
