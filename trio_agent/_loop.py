@@ -8,6 +8,16 @@ that appends every ``AssistantMessage`` / ``UserMessage`` event to its own copy
 holds exactly ``TurnEnd.messages`` (except after a :class:`Compacted` event, which
 replaces the history).
 
+Per-block messages (the client's one-block ``AssistantMessage`` at each
+``content_block_stop``) are not forwarded as messages: they are sent as
+:class:`BlockFinished` notices, and the complete ``AssistantMessage`` follows once
+per model call, right after its stream ends (while its tools may still run). An
+answer that is dropped (``max_tokens`` escalation, overloaded retry or fallback)
+is never sent as a message; a ``pause_turn`` answer is held back and sent merged
+with its continuation, so two assistant messages never follow each other. After
+an abort the finished blocks of a cut answer are sent as one message
+(``stop_reason`` None) followed by a result for each of its tool uses.
+
 Example::
 
     async with trio_agent.query(client, [UserMessage("Fix the bug")], tools=tools,
