@@ -47,6 +47,9 @@ from ._tools import Tool, ToolContext, ToolOutput, plain_json
 
 __all__ = ["ToolExecutor", "open_tool_executor"]
 
+#: Every tool task's name starts with this (the harness counts them).
+TOOL_TASK_PREFIX = "trio_agent tool"
+
 _BLOCK_TYPES: tuple[type, ...] = get_args(ContentBlock)
 
 _State = Literal["queued", "executing", "finished"]
@@ -289,7 +292,7 @@ class ToolExecutor:
         self._unsafe_slots += not call.safe
         self._peak = max(self._peak, self._slots)
         self._nursery.start_soon(
-            self._run_call, call, name=f"trio_agent tool {call.block.name} {call.block.id}"
+            self._run_call, call, name=f"{TOOL_TASK_PREFIX} {call.block.name} {call.block.id}"
         )
 
     def _finish(self, call: _Call, result: ToolResult) -> None:
