@@ -245,6 +245,7 @@ async def test_progress_is_delivered_at_once_out_of_band(
         return "done"
 
     async def fast(input: Mapping[str, Any], ctx: ToolContext) -> str:
+        await trio.sleep(0.5)
         ctx.progress("fast")
         return "quick"
 
@@ -261,8 +262,8 @@ async def test_progress_is_delivered_at_once_out_of_band(
             seen.append((trio.current_time(), item))
     assert seen == [
         (0, ToolProgress("toolu_1", 0)),
-        (0, ToolProgress("toolu_2", "fast")),
-        (0, ToolFinished("toolu_2", False, None)),
+        (0.5, ToolProgress("toolu_2", "fast")),
+        (0.5, ToolFinished("toolu_2", False, None)),
         (1, ToolProgress("toolu_1", 1)),
         (2, ToolProgress("toolu_1", 2)),
         (3, ToolFinished("toolu_1", False, None)),

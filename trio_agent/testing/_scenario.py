@@ -176,6 +176,7 @@ def scenarios(
     permissions: bool = True,
     actions: bool = True,
     progress: bool = True,
+    cascades: bool = True,
 ) -> SearchStrategy[ToolScenario]:
     """A hypothesis strategy for :class:`ToolScenario` values.
 
@@ -198,6 +199,7 @@ def scenarios(
         actions: also draw interrupt, discard, an early finish and turn
             cancellation.
         progress: also draw progress reports.
+        cascades: also draw tools that cancel their siblings on error.
 
     Scenarios with a hanging tool always end: if no discard or turn
     cancellation would stop it, the turn is cancelled after everything else.
@@ -242,7 +244,7 @@ def scenarios(
                     safe=safe,
                     progress=reports,
                     interrupt_behavior=draw(st.sampled_from(["block", "cancel"])),
-                    cascade=draw(st.booleans()),
+                    cascade=cascades and draw(st.booleans()),
                     permission=permission,
                     permission_delay=delay,
                     input=kind,
