@@ -269,3 +269,16 @@ def test_generated_scenarios_always_end(scenario: ToolScenario) -> None:
         assert outcome.added == (outcome.end is not None)
         if outcome.start is not None and call.outcome != "hang" and outcome.kind == "ok":
             assert outcome.end == outcome.start + call.duration
+
+
+def test_unknown_tools_added_after_a_cascade_are_still_errors() -> None:
+    scenario = ToolScenario(
+        [
+            ScenarioCall(duration=1, outcome="raise", cascade=True),
+            ScenarioCall(arrival=2, input="unknown_tool"),
+            ScenarioCall(arrival=2),
+        ]
+    )
+    trace = run_scenario(scenario)
+    check_trace(trace)
+    assert [c.kind for c in trace.outcomes()] == ["error", "error", "sibling_error"]

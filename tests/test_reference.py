@@ -202,3 +202,27 @@ def test_malformed_scenarios_are_refused(kwargs: dict[str, object], match: str) 
 def test_bad_call_values_are_refused() -> None:
     with pytest.raises(ScenarioError, match="duration"):
         ScenarioCall(duration=float("inf"))
+
+
+def test_progress_after_the_end_is_never_reported() -> None:
+    schedule = both(ToolScenario([ScenarioCall(duration=1, progress=(0.5, 1, 2))]))
+    assert schedule.calls[0].progress == (0.5, 1)
+
+
+def test_reference_orders_same_instant_events_by_cause() -> None:
+    """A tie the generated grid never makes: call 0 ends as call 1 fails at t=1.
+
+    The reference takes call 0's end first (it was scheduled first), so call 2
+    gets call 0's slot at t=1 and is cancelled by call 1's failure before it runs.
+    """
+    calls = [
+        ScenarioCall(duration=1, **READ),
+        ScenarioCall(duration=1, outcome="error", cascade=True, **READ),
+        ScenarioCall(duration=1, **READ),
+    ]
+    schedule = reference_schedule(ToolScenario(calls, max_concurrency=2))
+    assert [(c.start, c.end, c.kind) for c in schedule.calls] == [
+        (0, 1, "ok"),
+        (0, 1, "error"),
+        (None, 1, "sibling_error"),
+    ]

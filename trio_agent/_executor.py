@@ -296,9 +296,8 @@ class ToolExecutor:
         )
 
     def _finish(self, call: _Call, result: ToolResult) -> None:
-        """Make *result* final (the first one wins) and deliver what is in order."""
-        if call.result is not None:
-            return
+        """Make *result* final and deliver what is in order."""
+        assert call.result is None, "a call is finished once"
         call.result = result
         self._set_state(call, "finished")
         self._send_progress(ToolFinished(result.tool_use_id, result.is_error, result.abort_reason))
@@ -311,8 +310,7 @@ class ToolExecutor:
         self._maybe_end()
 
     def _abort_call(self, call: _Call, reason: AbortReason, culprit: str | None) -> None:
-        if call.result is not None:
-            return
+        assert call.result is None, "only unfinished calls are aborted"
         if call.state == "queued" and call in self._queue:
             self._queue.remove(call)
         if call.state == "executing":
@@ -477,8 +475,7 @@ class ToolExecutor:
 
     def _close(self, exc: BaseException | None) -> None:
         """The block is over: every call has its result; channels end."""
-        if self._calls and self._unfinished():
-            self._abort_all(self._outer_reason(exc), None)
+        self._abort_all(self._outer_reason(exc), None)  # normally none is left
         self._exited = True
         self._adding_closed = True
         self._results.end()

@@ -140,8 +140,7 @@ class _Simulation:
         self.pump()
 
     def on_discard(self, _: int) -> None:
-        if self.stop is None:
-            self.stop = self.now
+        self.stop = self.now
         self.adding_closed = True
         for i in self.unfinished():
             self.abort_call(i, AbortReason.STREAMING_FALLBACK.value)
