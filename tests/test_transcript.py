@@ -200,6 +200,36 @@ def test_blank_and_unknown_lines_are_skipped(tmp_path: Path) -> None:
     assert read_transcript(path).messages == tuple(HISTORY[:1])
 
 
+def test_history_line_replaces_everything_before(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    w = TranscriptWriter.open(path, model="m")
+    for m in HISTORY[:4]:
+        w.append(m)
+    w.replace_history([UserMessage("summary of before"), assistant(9)])
+    w.append(UserMessage("and now"))
+    w.close()
+    t = read_transcript(path)
+    assert t.messages == (UserMessage("summary of before"), assistant(9), UserMessage("and now"))
+    assert t.repaired_tool_use_ids == ()
+
+
+@pytest.mark.parametrize(
+    ("line", "match"),
+    [
+        (b'{"type": "history"}', "line 2: history line without messages"),
+        (b'{"type": "history", "messages": [1]}', "line 2: a history entry is not an object"),
+        (b'{"type": "history", "messages": [{"id": "x", "model": 1}]}', "line 2: bad message"),
+    ],
+)
+def test_bad_history_lines(tmp_path: Path, line: bytes, match: str) -> None:
+    path = tmp_path / "t.jsonl"
+    write(path, [])
+    with path.open("ab") as f:
+        f.write(line + b"\n")
+    with pytest.raises(TranscriptError, match=match):
+        read_transcript(path)
+
+
 def test_missing_file() -> None:
     with pytest.raises(TranscriptError, match="cannot read"):
         read_transcript("/nonexistent/t.jsonl")

@@ -5,6 +5,11 @@ File format (UTF-8, one JSON object per line)::
     {"type": "header", "version": 1, "model": "...", "system": ..., "ts": 1712345678.123}
     {"type": "user", "message": {"role": "user", "content": "..."}, "ts": ...}
     {"type": "assistant", "message": {<AssistantMessage.to_api()>}, "ts": ...}
+    {"type": "history", "messages": [...], "ts": ...}
+
+A ``history`` line replaces the whole history at once (after a compaction, or when
+the loop rewrote the turn's messages, e.g. dropping a failed attempt); being one
+line, it is as atomic as the others.
 
 Each line is written with a single ``os.write`` of the whole line, newline
 included, on a file opened with ``O_APPEND``, so a crash leaves at most one torn
@@ -138,6 +143,10 @@ class TranscriptWriter:
         kind = "user" if isinstance(message, UserMessage) else "assistant"
         self._write({"type": kind, "message": message.to_api(), "ts": _now()})
 
+    def replace_history(self, messages: Sequence[Message]) -> None:
+        """Append one line that replaces the whole history with *messages*."""
+        self._write({"type": "history", "messages": [m.to_api() for m in messages], "ts": _now()})
+
     def sync(self) -> None:
         """Make every line written so far durable (``fsync``)."""
         if self._fd is not None:
@@ -196,6 +205,21 @@ def _record_message(record: Mapping[str, Any], lineno: int, raw: bytes) -> Messa
     return message
 
 
+def _history(record: Mapping[str, Any], lineno: int, raw: bytes) -> list[Message]:
+    items = record.get("messages")
+    if not isinstance(items, list):
+        raise TranscriptError(f"line {lineno}: history line without messages: {excerpt(raw)}")
+    out: list[Message] = []
+    for item in items:  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(item, Mapping):
+            raise TranscriptError(f"line {lineno}: a history entry is not an object")
+        try:
+            out.append(message_from_api(item))  # pyright: ignore[reportUnknownArgumentType]
+        except TrioAgentError as exc:
+            raise TranscriptError(f"line {lineno}: bad message: {exc}") from exc
+    return out
+
+
 def read_transcript(path: str | os.PathLike[str]) -> Transcript:
     """Read a transcript file back into a valid history.
 
@@ -238,6 +262,8 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
             system = record.get("system")
         elif kind in ("user", "assistant"):
             messages.append(_record_message(record, lineno, raw))
+        elif kind == "history":
+            messages = _history(record, lineno, raw)
     repaired, ids = repair_history(messages)
     return Transcript(
         model=model,
