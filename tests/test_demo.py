@@ -1,10 +1,12 @@
 import re
 from pathlib import Path
 
+import pytest
 import trio
 
 from trio_agent import TextBlock, ToolUseBlock
-from trio_agent._demo import demo_script, expected_facts, make_demo_workspace
+from trio_agent._demo import demo_answers, demo_script, expected_facts, make_demo_workspace
+from trio_agent.tools import Workspace, default_tools
 
 
 def test_the_script_is_three_answers_with_unique_tool_ids() -> None:
@@ -44,6 +46,22 @@ async def test_the_bash_command_says_what_the_model_claims(tmp_path: Path) -> No
     final = demo_script()[2].blocks[0]
     assert isinstance(final, TextBlock)
     assert f"{code} lines of code" in final.text
+
+
+def test_the_tool_inputs_fit_the_real_tools(tmp_path: Path) -> None:
+    tools = {t.name: t for t in default_tools(Workspace(tmp_path))}
+    for turn in demo_script():
+        for b in turn.blocks:
+            if isinstance(b, ToolUseBlock):
+                assert tools[b.name].validate(dict(b.input)) is None, b
+
+
+def test_answers_stream_the_script() -> None:
+    answers = demo_answers(speed=2)
+    assert [a.message.content for a in answers] == [t.blocks for t in demo_script()]
+    assert answers[0].timing.token_delay == 0.0125
+    with pytest.raises(ValueError, match="speed"):
+        demo_answers(speed=0)
 
 
 def test_the_todos_are_the_ones_in_the_files(tmp_path: Path) -> None:

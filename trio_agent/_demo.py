@@ -20,13 +20,23 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
 from ._messages import ContentBlock, TextBlock, ToolUseBlock
 
-__all__ = ["DEMO_MODEL", "DEMO_PROMPT", "DemoTurn", "demo_script", "make_demo_workspace"]
+if TYPE_CHECKING:
+    from .testing import ScriptedAnswer
+
+__all__ = [
+    "DEMO_MODEL",
+    "DEMO_PROMPT",
+    "DemoTurn",
+    "demo_answers",
+    "demo_script",
+    "make_demo_workspace",
+]
 
 DEMO_MODEL: Final = "claude-demo-scripted"
 DEMO_PROMPT: Final = (
@@ -229,6 +239,29 @@ def demo_script() -> Sequence[DemoTurn]:
         ]
     )
     return (first, second, third)
+
+
+def demo_answers(*, speed: float = 1.0) -> list[ScriptedAnswer]:
+    """The script as scripted-model answers; *speed* > 1 streams faster.
+
+    At speed 1 the three answers stream in about 3.5 s: text at ~4 characters per
+    25 ms, tool input JSON at 24 characters per 25 ms.
+    """
+    from .testing import ScriptedAnswer, Timing  # the testing extra's modules
+
+    if not speed > 0:
+        raise ValueError(f"speed must be positive, not {speed!r}")
+    timing = Timing(
+        first_event_delay=0.3 / speed,
+        token_delay=0.025 / speed,
+        block_delay=0.05 / speed,
+        text_chunk_size=4,
+        json_chunk_size=24,
+    )
+    return [
+        ScriptedAnswer(blocks=turn.blocks, model=DEMO_MODEL, timing=timing)
+        for turn in demo_script()
+    ]
 
 
 def expected_facts() -> Mapping[str, object]:
