@@ -146,5 +146,69 @@ def test_api_key_is_redacted_in_request_repr() -> None:
 
 
 def test_a_script_holds_only_answers() -> None:
-    with pytest.raises(TypeError, match="ScriptedAnswer or HTTPErrorAnswer"):
+    with pytest.raises(TypeError, match="ScriptedAnswer, HTTPErrorAnswer or DroppedConnection"):
         ScriptedModel(["hello"])  # type: ignore[list-item]
+
+
+async def test_dropped_connection(autojump_clock: Any) -> None:
+    from trio_agent.testing import DroppedConnection
+
+    model = ScriptedModel([DroppedConnection(delay=3.0), _answer()])
+    async with httpx.AsyncClient(transport=model.transport()) as client:
+        with pytest.raises(httpx.RemoteProtocolError, match="without sending a response"):
+            await client.post(URL, json={})
+        assert trio.current_time() == 3.0
+        response = await client.post(URL, json={})
+    assert response.status_code == 200
+    assert len(model.requests) == 2
+    assert model.open_streams == 0
+
+
+def test_error_bodies_per_status() -> None:
+    def error(status: int) -> Any:
+        return json.loads(HTTPErrorAnswer(status=status).render_body("req_1"))["error"]
+
+    assert error(401)["type"] == "authentication_error"
+    assert error(413)["type"] == "request_too_large"
+    assert error(418)["type"] == "invalid_request_error"
+    assert error(503)["type"] == "api_error"
+    with pytest.raises(ValueError, match="HTTP status code"):
+        HTTPErrorAnswer(status=600)
+
+
+def test_request_recording_details() -> None:
+    from trio_agent.testing import ScriptedRequest
+
+    request = ScriptedRequest.build("POST", "/", [("A", "1"), ("a", "2")], b"not json")
+    assert request.headers == {"a": "1, 2"}
+    assert request.body is None
+    assert request.content == b"not json"
+    model = ScriptedModel([_answer()])
+    assert repr(model) == "<ScriptedModel served=0 remaining=1 open_streams=0>"
+    assert _answer().tool_uses == (ToolUseBlock("toolu_1", "Read", {"path": "a"}),)
+
+
+async def test_a_closed_body_cannot_be_read(autojump_clock: Any) -> None:
+    model = ScriptedModel([_answer()])
+    transport = model.transport()
+    response = await transport.handle_async_request(httpx.Request("POST", URL, json={}))
+    assert model.open_streams == 1
+    stream = response.stream
+    assert isinstance(stream, httpx.AsyncByteStream)
+    await stream.aclose()
+    await stream.aclose()  # closing twice is fine
+    assert model.open_streams == 0
+    with pytest.raises(httpx.StreamClosed):
+        await stream.__aiter__().__anext__()
+
+
+def test_testing_all_is_sorted_and_complete() -> None:
+    import trio_agent.testing as testing
+
+    assert testing.__all__ == sorted(testing.__all__)
+    public = {
+        name
+        for name in dir(testing)
+        if not name.startswith("_") and type(getattr(testing, name)).__name__ != "module"
+    }
+    assert public == set(testing.__all__)

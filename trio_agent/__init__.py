@@ -4,6 +4,7 @@ under Trio's structured concurrency."""
 from ._accumulate import AccumulatorStatistics as AccumulatorStatistics
 from ._accumulate import MessageAccumulator as MessageAccumulator
 from ._accumulate import StreamLimits as StreamLimits
+from ._client import AnthropicClient as AnthropicClient
 from ._exceptions import APIConnectionError as APIConnectionError
 from ._exceptions import APIError as APIError
 from ._exceptions import APIStatusError as APIStatusError
@@ -48,6 +49,10 @@ from ._permissions import Deny as Deny
 from ._permissions import PermissionDecision as PermissionDecision
 from ._permissions import Reject as Reject
 from ._retry import RetryPolicy as RetryPolicy
+from ._stream import StreamEvent as StreamEvent
+from ._stream import StreamItem as StreamItem
+from ._stream import StreamResult as StreamResult
+from ._stream import StreamStatistics as StreamStatistics
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import ToolOutput as ToolOutput
@@ -62,6 +67,7 @@ __all__ = [
     "APITimeoutError",
     "AccumulatorStatistics",
     "Allow",
+    "AnthropicClient",
     "AssistantMessage",
     "AuthenticationError",
     "CanUseTool",
@@ -86,10 +92,14 @@ __all__ = [
     "RetryPolicy",
     "ServerToolUseBlock",
     "StreamError",
+    "StreamEvent",
     "StreamIdleTimeoutError",
+    "StreamItem",
     "StreamLimitError",
     "StreamLimits",
     "StreamProtocolError",
+    "StreamResult",
+    "StreamStatistics",
     "StreamTruncatedError",
     "TextBlock",
     "ThinkingBlock",

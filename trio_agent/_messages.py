@@ -134,7 +134,7 @@ class ToolUseBlock:
 
     id: str
     name: str
-    input: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    input: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
     invalid_input: str | None = attrs.field(default=None, kw_only=True)
 
     type: Literal["tool_use"] = attrs.field(default="tool_use", init=False)
@@ -162,7 +162,7 @@ class ServerToolUseBlock:
 
     id: str
     name: str
-    input: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    input: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
 
     type: Literal["server_tool_use"] = attrs.field(default="server_tool_use", init=False)
 
@@ -283,7 +283,7 @@ class Usage:
     output_tokens: int = 0
     cache_creation_input_tokens: int | None = None
     cache_read_input_tokens: int | None = None
-    extra: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> Usage:
@@ -343,7 +343,7 @@ class AssistantMessage:
     stop_reason: str | None = None
     stop_sequence: str | None = None
     usage: Usage = attrs.field(factory=Usage)
-    extra: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
 
     role: Literal["assistant"] = attrs.field(default="assistant", init=False)
 

@@ -5,6 +5,7 @@ The hypothesis strategies live in :mod:`trio_agent.testing.strategies` (they nee
 """
 
 from ._answers import Answer as Answer
+from ._answers import DroppedConnection as DroppedConnection
 from ._answers import Faults as Faults
 from ._answers import HTTPErrorAnswer as HTTPErrorAnswer
 from ._answers import ScriptedAnswer as ScriptedAnswer
@@ -12,6 +13,7 @@ from ._answers import Timing as Timing
 from ._scripted import ScriptedModel as ScriptedModel
 from ._scripted import ScriptedRequest as ScriptedRequest
 from ._scripted import ScriptedResponse as ScriptedResponse
+from ._server import serve_scripted_model as serve_scripted_model
 from ._sse_render import StreamPlan as StreamPlan
 from ._sse_render import encode_event as encode_event
 from ._sse_render import error_event as error_event
@@ -21,6 +23,7 @@ from ._sse_render import render_sse as render_sse
 
 __all__ = [
     "Answer",
+    "DroppedConnection",
     "Faults",
     "HTTPErrorAnswer",
     "ScriptedAnswer",
@@ -34,4 +37,5 @@ __all__ = [
     "plan_stream",
     "render_events",
     "render_sse",
+    "serve_scripted_model",
 ]

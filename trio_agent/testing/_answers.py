@@ -22,7 +22,7 @@ from .._messages import (
     _frozen_mapping,  # pyright: ignore[reportPrivateUsage]
 )
 
-__all__ = ["Answer", "Faults", "HTTPErrorAnswer", "ScriptedAnswer", "Timing"]
+__all__ = ["Answer", "DroppedConnection", "Faults", "HTTPErrorAnswer", "ScriptedAnswer", "Timing"]
 
 LineEnding: TypeAlias = Literal["\n", "\r\n", "\r"]
 
@@ -75,7 +75,8 @@ class Faults:
     byte positions count the bytes of the rendered stream (BOM included).
 
     Attributes:
-        stall_before_event: Index of the event a stall delays.
+        stall_before_event: Index of the event a stall delays (past the last event:
+            the end of the stream).
         stall_seconds: How long the stall lasts.
         pings_only_for: During the stall, send a ``ping`` every this many seconds
             (bytes flow but no content: a stall, not an idle connection).
@@ -289,4 +290,18 @@ class HTTPErrorAnswer:
         return json.dumps(data, ensure_ascii=False).encode()
 
 
-Answer: TypeAlias = ScriptedAnswer | HTTPErrorAnswer
+@attrs.frozen(kw_only=True)
+class DroppedConnection:
+    """The server reads the request and closes the connection without any response.
+
+    In process this raises ``httpx.RemoteProtocolError`` (what httpx raises when a real
+    server does it); on the loopback server the socket really closes.
+
+    Attributes:
+        delay: Seconds before the connection drops.
+    """
+
+    delay: float = attrs.field(default=0.0, validator=_non_negative)
+
+
+Answer: TypeAlias = ScriptedAnswer | HTTPErrorAnswer | DroppedConnection

@@ -17,7 +17,7 @@ import attrs
 import httpx
 import trio
 
-from ._answers import Answer, HTTPErrorAnswer, ScriptedAnswer
+from ._answers import Answer, DroppedConnection, HTTPErrorAnswer, ScriptedAnswer
 from ._sse_render import StreamPlan, plan_stream
 
 __all__ = ["ScriptedModel", "ScriptedRequest", "ScriptedResponse"]
@@ -68,16 +68,18 @@ class ScriptedResponse:
     """What to send for one request: status, headers, then the planned body chunks.
 
     Attributes:
-        status: The HTTP status.
+        status: The HTTP status (0 for a dropped connection).
         headers: Response headers, in order.
         plan: The body as ``(delay, bytes)`` chunks.
         delay: Seconds before the status line and headers.
+        dropped: Close the connection after *delay* instead of responding.
     """
 
     status: int
     headers: tuple[tuple[str, str], ...]
     plan: StreamPlan
     delay: float = 0.0
+    dropped: bool = False
 
 
 def _merge_headers(
@@ -117,9 +119,10 @@ class ScriptedModel:
 
     def append(self, answer: Answer) -> None:
         """Add *answer* at the end of the script."""
-        if not isinstance(answer, ScriptedAnswer | HTTPErrorAnswer):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(answer, ScriptedAnswer | HTTPErrorAnswer | DroppedConnection):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(
-                f"a script holds ScriptedAnswer or HTTPErrorAnswer values, got {answer!r}"
+                "a script holds ScriptedAnswer, HTTPErrorAnswer or DroppedConnection values,"
+                f" got {answer!r}"
             )
         self._queue.append(answer)
 
@@ -166,6 +169,10 @@ class ScriptedModel:
             )
         else:
             answer = self._queue.popleft()
+        if isinstance(answer, DroppedConnection):
+            return ScriptedResponse(
+                status=0, headers=(), plan=StreamPlan(chunks=()), delay=answer.delay, dropped=True
+            )
         if isinstance(answer, HTTPErrorAnswer):
             headers_out = _merge_headers(
                 {"content-type": "application/json", "request-id": request_id}, answer.headers
@@ -260,6 +267,10 @@ class _ScriptedTransport(httpx.AsyncBaseTransport):
             await trio.sleep(response.delay)
         else:
             await trio.lowlevel.checkpoint()
+        if response.dropped:
+            raise httpx.RemoteProtocolError(
+                "Server disconnected without sending a response.", request=request
+            )
         return httpx.Response(
             response.status,
             headers=list(response.headers),

@@ -241,12 +241,16 @@ def _segments(answer: ScriptedAnswer) -> list[tuple[float, bytes]]:
     timing, faults = answer.timing, answer.faults
     segments: list[tuple[float, bytes]] = []
     events = _faulted_events(answer)
+    # A stall past the last event delays the end of the stream.
+    stall_at = None
+    if faults.stall_before_event is not None:
+        stall_at = min(faults.stall_before_event, len(events))
     for i, event in enumerate([*events, None]):
         delay = 0.0
         if event is not None:
             attr = _EVENT_DELAYS.get(event["type"])
             delay = getattr(timing, attr) if attr else 0.0
-        if i == faults.stall_before_event:
+        if i == stall_at:
             stall = faults.stall_seconds
             if faults.pings_only_for is not None:
                 ping = encode_event({"type": "ping"}, faults.line_ending)
@@ -262,11 +266,8 @@ def _segments(answer: ScriptedAnswer) -> list[tuple[float, bytes]]:
             segments.append((delay, encode_event(event, faults.line_ending)))
         elif delay > 0:
             segments.append((delay, b""))  # a stall before the end of the stream
-    if faults.bom:
-        if segments:
-            segments[0] = (segments[0][0], BOM + segments[0][1])
-        else:
-            segments.append((0.0, BOM))
+    if faults.bom:  # there is always a first event: message_start
+        segments[0] = (segments[0][0], BOM + segments[0][1])
     return segments
 
 

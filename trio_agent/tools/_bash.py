@@ -81,7 +81,7 @@ class OutputBuffer:
         """The output has ended: report the last, unterminated line."""
         self._take(self._decoder.decode(b"", final=True))
         if self._partial:
-            self._emit("".join(self._partial))
+            self._line("".join(self._partial))
             self._partial.clear()
 
     def text(self) -> str:
@@ -109,22 +109,32 @@ class OutputBuffer:
             self._kept_size = self._limit
         *lines, rest = text.split("\n")
         if lines:
-            self._emit("".join(self._partial) + lines[0])
+            self._line("".join(self._partial) + lines[0])
             for line in lines[1:]:
-                self._emit(line)
+                self._line(line)
             self._partial = []
             self._partial_size = 0
         if rest:
             self._partial.append(rest)
             self._partial_size += len(rest)
-            while self._partial_size > self._limit:
+            if self._partial_size > self._limit:
+                # Report whole pieces now; keep 1..limit characters for the next data.
                 joined = "".join(self._partial)
-                self._emit(joined[: self._limit])
-                self._partial = [joined[self._limit :]]
-                self._partial_size = len(self._partial[0])
+                keep = (len(joined) - 1) // self._limit * self._limit
+                self._pieces(joined[:keep])
+                self._partial = [joined[keep:]]
+                self._partial_size = len(joined) - keep
 
-    def _emit(self, line: str) -> None:
-        self._report(line.removesuffix("\r"))
+    def _line(self, line: str) -> None:
+        line = line.removesuffix("\r")
+        if line:
+            self._pieces(line)
+        else:
+            self._report(line)
+
+    def _pieces(self, text: str) -> None:
+        for start in range(0, len(text), self._limit):
+            self._report(text[start : start + self._limit])
 
 
 def _signal_group(pgid: int, sig: int) -> bool:

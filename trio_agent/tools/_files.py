@@ -8,11 +8,11 @@ raised there as :class:`ToolRefusal` and turned into an error result by
 from __future__ import annotations
 
 import contextlib
-import errno
+import io
 import os
 import pathlib
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import trio
 
@@ -24,10 +24,13 @@ __all__ = [
     "SNIFF_BYTES",
     "ToolRefusal",
     "atomic_write",
+    "bounded_lines",
     "is_binary",
     "read_text_file",
     "run_guarded",
 ]
+
+_SKIP_CHUNK = 65536
 
 #: How many leading bytes decide whether a file is binary (as git and grep do).
 SNIFF_BYTES = 8192
@@ -37,13 +40,28 @@ class ToolRefusal(Exception):
     """A file tool refuses: its message is shown to the model as an error result."""
 
 
+def bounded_lines(text: io.TextIOBase, limit: int) -> Iterator[tuple[str, int]]:
+    """The lines of *text* without their newline, each cut to *limit* characters,
+    with how many characters were cut: memory stays O(limit) even for a file that
+    is one huge line."""
+    while line := text.readline(limit):
+        cut = 0
+        if not line.endswith("\n"):
+            while more := text.readline(_SKIP_CHUNK):
+                if more.endswith("\n"):
+                    cut += len(more) - 1
+                    break
+                cut += len(more)
+        yield line.removesuffix("\n"), cut
+
+
 def is_binary(head: bytes) -> bool:
     """Whether a file whose first bytes are *head* is binary (it holds a NUL byte)."""
     return b"\0" in head
 
 
 def _describe_os_error(exc: OSError, ws: Workspace) -> str:
-    reason = exc.strerror or errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    reason = exc.strerror or str(exc) or type(exc).__name__
     if exc.filename is not None:
         return f"{reason}: {ws.display(pathlib.Path(os.fsdecode(exc.filename)))}"
     return reason
@@ -74,6 +92,8 @@ def read_text_file(ws: Workspace, path: pathlib.Path) -> str:
         raise ToolRefusal(f"file not found: {shown}")
     if path.is_dir():
         raise ToolRefusal(f"{shown} is a directory")
+    if not path.is_file():
+        raise ToolRefusal(f"{shown} is not a regular file")
     data = path.read_bytes()
     if is_binary(data[:SNIFF_BYTES]):
         raise ToolRefusal(f"{shown} is a binary file")

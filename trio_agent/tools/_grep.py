@@ -14,13 +14,15 @@ from typing import Any
 import trio
 
 from .._tools import Tool, ToolContext, ToolOutput
-from ._files import SNIFF_BYTES, ToolRefusal, is_binary, run_guarded
+from ._files import SNIFF_BYTES, ToolRefusal, bounded_lines, is_binary, run_guarded
 from ._workspace import Workspace
 
 __all__ = ["Grep"]
 
 #: Directories never searched: version-control metadata.
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
+#: Only the first MiB of a line is searched (memory stays bounded).
+MAX_SEARCHED = 1 << 20
 #: A matching line is cut to this many characters.
 MAX_LINE_CHARS = 500
 
@@ -103,16 +105,17 @@ def _grep(ws: Workspace, input: Mapping[str, Any], max_results: int) -> str:
                 if is_binary(raw.read(SNIFF_BYTES)):
                     continue
                 raw.seek(0)
-                for number, line in enumerate(io.TextIOWrapper(raw, "utf-8", "replace"), 1):
-                    if regex.search(line) is None:
-                        continue
-                    if len(out) >= max_results:
-                        more += 1
-                        continue
-                    text = line.rstrip("\r\n")
-                    if len(text) > MAX_LINE_CHARS:
-                        text = text[:MAX_LINE_CHARS] + " [...]"
-                    out.append(f"{rel}:{number}:{text}")
+                with io.TextIOWrapper(raw, "utf-8", "replace") as lines:
+                    for number, (line, _) in enumerate(bounded_lines(lines, MAX_SEARCHED), 1):
+                        if regex.search(line) is None:
+                            continue
+                        if len(out) >= max_results:
+                            more += 1
+                            continue
+                        text = line.removesuffix("\r")
+                        if len(text) > MAX_LINE_CHARS:
+                            text = text[:MAX_LINE_CHARS] + " [...]"
+                        out.append(f"{rel}:{number}:{text}")
         except OSError:
             continue  # unreadable or vanished meanwhile
     if not out:

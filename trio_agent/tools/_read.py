@@ -10,7 +10,7 @@ from typing import Any
 import trio
 
 from .._tools import Tool, ToolContext, ToolOutput
-from ._files import SNIFF_BYTES, ToolRefusal, is_binary, run_guarded
+from ._files import SNIFF_BYTES, ToolRefusal, bounded_lines, is_binary, run_guarded
 from ._workspace import Workspace
 
 __all__ = ["Read"]
@@ -43,34 +43,35 @@ def _read(ws: Workspace, input: Mapping[str, Any], max_chars: int) -> str:
         raise ToolRefusal(f"file not found: {shown}")
     if path.is_dir():
         raise ToolRefusal(f"{shown} is a directory; use Glob to list files")
+    if not path.is_file():
+        raise ToolRefusal(f"{shown} is not a regular file")
     with path.open("rb") as raw:
         if is_binary(raw.read(SNIFF_BYTES)):
             raise ToolRefusal(f"{shown} is a binary file; Read shows text files only")
         raw.seek(0)
-        text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
         out: list[str] = []
         used = 0
         last = 0
         stop: str | None = None
-        for number, line in enumerate(text, 1):
-            if number % _CHECK_EVERY == 0:
-                trio.from_thread.check_cancelled()
-            last = number
-            if number < offset:
-                continue
-            if number >= offset + limit:
-                stop = "limit"
-                break
-            line = line.rstrip("\r\n")
-            if len(line) > MAX_LINE_CHARS:
-                cut = len(line) - MAX_LINE_CHARS
-                line = f"{line[:MAX_LINE_CHARS]} [... line cut, {cut} more characters]"
-            entry = f"{number:6}\t{line}"
-            if used + len(entry) + 1 > max_chars and out:
-                stop = "size"
-                break
-            out.append(entry)
-            used += len(entry) + 1
+        with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as text:
+            for number, (line, cut) in enumerate(bounded_lines(text, MAX_LINE_CHARS), 1):
+                if number % _CHECK_EVERY == 0:
+                    trio.from_thread.check_cancelled()
+                last = number
+                if number < offset:
+                    continue
+                if number >= offset + limit:
+                    stop = "limit"
+                    break
+                line = line.removesuffix("\r")
+                if cut:
+                    line = f"{line} [... line cut, {cut} more characters]"
+                entry = f"{number:6}\t{line}"
+                if used + len(entry) + 1 > max_chars and out:
+                    stop = "size"
+                    break
+                out.append(entry)
+                used += len(entry) + 1
     if last == 0:
         return f"(file {shown} is empty)"
     if not out:

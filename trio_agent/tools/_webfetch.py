@@ -57,15 +57,22 @@ async def _fetch(client: httpx.AsyncClient, url: str, max_bytes: int) -> ToolOut
     body = bytearray()
     truncated = False
     async with client.stream("GET", url, follow_redirects=True) as response:
-        async for chunk in response.aiter_bytes():
-            body += chunk
-            if len(body) > max_bytes:
-                truncated = True
-                del body[max_bytes:]
-                break
+        try:
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > max_bytes and not truncated:
+                    truncated = True
+                    # Not `break`: httpx's chain of async generators would be left
+                    # unfinished (a ResourceWarning under Trio, encode/httpx#3686).
+                    # Closing the response makes the next read fail, which ends them.
+                    await response.aclose()
+        except (httpx.StreamError, httpx.TransportError):
+            if not truncated:
+                raise
+        del body[max_bytes:]
     content_type = response.headers.get("content-type", "")
     head = (
-        f"URL: {response.url}\nStatus: {response.status_code} {response.reason_phrase}\n"
+        f"URL: {response.url}\nStatus: {response.status_code} {httpx.codes.get_reason_phrase(response.status_code)}\n"
         f"Content-Type: {content_type or '(none)'}\n"
     )
     if _is_text(content_type):

@@ -1,0 +1,99 @@
+"""`trio-agent stream`, run in process on the embedded scripted model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trio_agent import _cli
+
+
+@pytest.fixture(autouse=True)
+def no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+def test_stream_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _cli.main(["stream", "hello", "--json", "--max-tokens", "50"]) == 0
+    captured = capsys.readouterr()
+    assert "scripted model" in captured.err
+    lines = [json.loads(line) for line in captured.out.splitlines()]
+    events = [line for line in lines if line["kind"] == "event"]
+    assert events[0]["type"] == "message_start"
+    assert events[-1]["type"] == "message_stop"
+    blocks = [line["block"] for line in lines if line["kind"] == "block"]
+    assert [b["type"] for b in blocks] == ["thinking", "text", "tool_use", "tool_use"]
+    assert blocks[2]["input"] == {"path": "README.md"}
+    result = lines[-1]
+    assert result["kind"] == "result"
+    assert result["message"]["content"] == blocks
+    assert result["message"]["stop_reason"] == "tool_use"
+    assert result["ttft"] > 0
+    text = "".join(
+        e["data"]["delta"]["text"]
+        for e in events
+        if e["type"] == "content_block_delta" and e["data"]["delta"]["type"] == "text_delta"
+    )
+    assert text == blocks[1]["text"]
+
+
+def test_stream_plain(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _cli.main(["stream"]) == 0
+    out = capsys.readouterr().out
+    assert "I'll start by reading the README" in out
+    assert '[tool_use Read toolu_demo_1] {"path": "README.md"}' in out
+    assert "[tool_use Glob toolu_demo_2]" in out
+    assert "[thinking] The user wants an overview." in out
+    assert "stop_reason: tool_use" in out
+    assert "ttft: " in out
+    assert "usage: " in out
+
+
+def test_plain_output_without_rich(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_rich(name: str, *args: object, **kwargs: object) -> object:
+        if name.startswith("rich"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", no_rich)
+    assert _cli.main(["stream"]) == 0
+    assert "stop_reason: tool_use" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["stream", "--max-tokens", "x"], ["stream", "--max-tokens", "0"], ["stream", "--bogus"], []],
+)
+def test_bad_options_are_one_line_errors(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "error:" in err
+    assert "Traceback" not in err
+
+
+def test_api_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A real key and an unreachable base URL: a typed connection error, not a traceback.
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-SENTINEL")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    from trio_agent import RetryPolicy
+
+    original = _cli.AnthropicClient
+    monkeypatch.setattr(
+        _cli, "AnthropicClient", lambda **kw: original(retry=RetryPolicy.never(), **kw)
+    )
+    assert _cli.main(["stream", "hi"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("trio-agent: APIConnectionError")
+    assert "SENTINEL" not in err
