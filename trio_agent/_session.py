@@ -21,8 +21,11 @@ from typing import Any, final
 import attrs
 import trio
 
+from ._control import TurnControl
+from ._loop import query
 from ._messages import AssistantMessage, ContentBlock, Message, Usage, UserMessage
 from ._permissions import CanUseTool
+from ._state import Compacted, QueryEvent, TurnEnd
 from ._tools import Tool
 from ._transcript import TranscriptWriter, read_transcript, repair_history
 
@@ -94,7 +97,7 @@ class Session:
     _usage: Usage = attrs.field(factory=Usage, init=False)
     _writer: TranscriptWriter | None = attrs.field(default=None, init=False)
     _truncate_to: int | None = attrs.field(default=None, init=False)
-    _control: Any = attrs.field(default=None, init=False)
+    _control: TurnControl | None = attrs.field(default=None, init=False)
     _busy: bool = attrs.field(default=False, init=False)
 
     @classmethod
@@ -205,7 +208,7 @@ class Session:
     @contextlib.asynccontextmanager
     async def submit(
         self, prompt: str | Sequence[ContentBlock]
-    ) -> AsyncGenerator[trio.abc.ReceiveChannel[Any]]:
+    ) -> AsyncGenerator[trio.abc.ReceiveChannel[QueryEvent]]:
         """Send *prompt* and run one turn; yields the channel of the turn's events.
 
         The events are those of :func:`trio_agent.query`, in order; the history
@@ -236,12 +239,8 @@ class Session:
             self._writer.sync()
 
     @contextlib.asynccontextmanager
-    async def _turn(self) -> AsyncGenerator[trio.abc.ReceiveChannel[Any]]:
-        from ._loop import TurnControl, query
-        from ._state import Compacted, TurnEnd
-
+    async def _turn(self) -> AsyncGenerator[trio.abc.ReceiveChannel[QueryEvent]]:
         control = self._control = TurnControl()
-        on_event = _Recorder(self, Compacted, TurnEnd)
         async with (
             query(
                 self.client,
@@ -256,44 +255,27 @@ class Session:
                 control=control,
                 **self.query_options,
             ) as events,
-            _observed(events, on_event) as observed,
+            _observed(events, self._on_event) as observed,
         ):
             yield observed
 
-
-@attrs.define(eq=False)
-class _Recorder:
-    session: Session
-    compacted_type: type
-    turn_end_type: type
-    before: int = attrs.field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        self.before = len(self.session._messages)
-
-    def __call__(self, event: Any) -> None:
-        s = self.session
+    def _on_event(self, event: QueryEvent) -> None:
+        """Keep the history, the transcript and the usage up to date with *event*."""
         if isinstance(event, (AssistantMessage, UserMessage)):
-            s._record(event)
-        elif isinstance(event, self.compacted_type):
-            s._replace(event.messages)
-        elif isinstance(event, self.turn_end_type):
-            s._usage = s._usage + event.usage
+            self._record(event)
+        elif isinstance(event, Compacted):
+            self._replace(event.messages)
+        elif isinstance(event, TurnEnd):
+            self._usage = self._usage + event.usage
             final = list(event.messages)
-            if final != s._messages:
-                # The loop rewrote the turn (a dropped attempt, a merged pause,
-                # an injected message): its history is the truth.
-                if final[: len(s._messages)] == s._messages:
-                    for m in final[len(s._messages) :]:
-                        s._record(m)
-                else:
-                    s._replace(final)
+            if final != self._messages:  # pragma: no cover - the loop's events tell it all
+                self._replace(final)
 
 
 @trio.as_safe_channel
 async def _observed(
-    events: trio.abc.ReceiveChannel[Any], on_event: Callable[[Any], None]
-) -> AsyncGenerator[Any]:
+    events: trio.abc.ReceiveChannel[QueryEvent], on_event: Callable[[QueryEvent], None]
+) -> AsyncGenerator[QueryEvent]:
     async for event in events:
         on_event(event)
         yield event
