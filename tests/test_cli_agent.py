@@ -1,4 +1,3 @@
-import argparse
 import json
 from pathlib import Path
 
@@ -6,17 +5,9 @@ import pytest
 from test_transcript import HISTORY  # tests/ is on sys.path (rootdir-less pytest layout)
 
 from trio_agent import TextBlock, ToolResultBlock, ToolUseBlock, UserMessage
-from trio_agent._cli_agent import add_agent_commands
+from trio_agent._cli import main
 from trio_agent._transcript import TranscriptWriter
 from trio_agent.testing import Faults, ScriptedAnswer, render_sse
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="trio-agent")
-    add_agent_commands(parser.add_subparsers(required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
 
 ANSWER = ScriptedAnswer(
     blocks=[

@@ -209,7 +209,7 @@ def _run_command(args: argparse.Namespace) -> int:
 async def _ask(tool: Any, input: Mapping[str, Any], ctx: Any) -> Any:
     from ._permissions import Allow, Deny
 
-    question = f"Allow {tool.name}({_preview(dict(input), 100)})? [y/N] "
+    question = f"\nAllow {tool.name}({_preview(dict(input), 100)})? [y/N] "
 
     def prompt() -> str:
         return input_line(question)
@@ -219,90 +219,160 @@ async def _ask(tool: Any, input: Mapping[str, Any], ctx: Any) -> Any:
 
 
 def input_line(question: str) -> str:
+    """Ask *question* on stderr, read the answer from stdin (runs in a thread)."""
     sys.stderr.write(question)
     sys.stderr.flush()
     return sys.stdin.readline()
 
 
-async def run_prompt(args: argparse.Namespace) -> int:
-    """``trio-agent run``: one prompt in a session against the real API.
+async def run_prompt(
+    args: argparse.Namespace, *, client: Any = None, out: IO[str] | None = None
+) -> int:
+    """``trio-agent run``: one prompt in a session against the API.
 
-    Ctrl+C aborts the turn (the history stays valid); a second Ctrl+C exits.
+    Write, Edit and Bash are asked about on the terminal. The first Ctrl+C aborts
+    the turn (every tool call gets its result, the transcript stays valid); a
+    second one stops waiting and exits with status 130.
+
+    Args:
+        args: the parsed ``run`` arguments.
+        client: the client to use (default: an ``AnthropicClient`` for
+            ``args.base_url`` and ``ANTHROPIC_API_KEY``).
+        out: where to print (default stdout).
+
+    Returns:
+        0 when the turn completed, 1 when it ended otherwise, 130 on a second Ctrl+C.
     """
     import signal
 
-    from . import AnthropicClient, PermissionRules, Session  # pyright: ignore
+    from ._client import AnthropicClient
+    from ._rules import PermissionRules
+    from ._session import Session
+    from ._state import TurnEnd
+    from ._timeline import TurnRecorder, instrument
     from .tools import Workspace, default_tools
 
-    client = AnthropicClient(base_url=args.base_url)
-    rules = PermissionRules.default(ask_callback=_ask)
+    stream = out if out is not None else sys.stdout
+    recorder = TurnRecorder(trio.current_time)
     session = Session(
-        client,
-        default_tools(Workspace(args.workspace)),
+        client if client is not None else AnthropicClient(base_url=args.base_url),
+        instrument(default_tools(Workspace(args.workspace)), recorder),
         model=args.model,
         max_tokens=args.max_tokens,
         transcript_path=args.transcript,
-        can_use_tool=rules,
+        can_use_tool=PermissionRules.default(ask_callback=_ask),
     )
-    reason = "error"
-    with trio.open_signal_receiver(signal.SIGINT) as sigints:
-        async with trio.open_nursery() as nursery:
+    aborted = exited = False
+    try:
+        with trio.open_signal_receiver(signal.SIGINT) as sigints:
+            async with trio.open_nursery() as nursery:
 
-            async def watch() -> None:
-                count = 0
-                async for _ in sigints:
-                    count += 1
-                    if count == 1:
-                        print("\n[aborting the turn; Ctrl+C again to exit]", file=sys.stderr)
-                        session.abort()
-                    else:
-                        raise KeyboardInterrupt
+                async def watch() -> None:
+                    nonlocal aborted, exited
+                    async for _ in sigints:
+                        if not aborted:
+                            aborted = True
+                            sys.stderr.write("\n[aborting the turn; Ctrl+C again to exit]\n")
+                            session.abort()
+                        else:
+                            exited = True
+                            nursery.cancel_scope.cancel()
 
-            nursery.start_soon(watch)
-            async with session.submit(args.prompt) as events:
-                async for event in events:
-                    reason = _print_event(event, args.json) or reason
-            nursery.cancel_scope.cancel()
-    session.close()
-    return 0 if reason == "completed" else 1
+                nursery.start_soon(watch)
+                async with session.submit(args.prompt) as events:
+                    async for event in events:
+                        recorder.feed(event)
+                        print_event(event, stream, as_json=args.json)
+                nursery.cancel_scope.cancel()
+    finally:
+        session.close()
+    if exited:
+        sys.stderr.write("trio-agent: interrupted\n")
+        return 130
+    end = recorder.end
+    if end is None:  # pragma: no cover - a turn always ends with TurnEnd
+        return 1
+    if not args.json:
+        usage = session.usage
+        cost = session.cost
+        parts = [
+            str(end.reason),
+            f"{end.turns} model call{'s' if end.turns != 1 else ''}",
+            f"{usage.input_tokens} in / {usage.output_tokens} out tokens",
+        ]
+        if cost is not None:
+            parts.append(f"~${cost:.4f}")
+        if recorder.tools:
+            parts.append(f"overlapping saved {recorder.total_saved():.2f}s")
+        stream.write(f"\n[{'; '.join(parts)}]\n")
+        if end.message:
+            stream.write(f"{end.message}\n")
+    assert isinstance(end, TurnEnd)
+    return 0 if end.reason == "completed" else 1
 
 
-def _print_event(event: Any, as_json: bool) -> str | None:
-    kind = type(event).__name__
+def print_event(event: object, out: IO[str], *, as_json: bool = False) -> None:
+    """Print one loop event: NDJSON, or text as it streams and tool calls and results."""
+    from ._results import ToolProgress
+    from ._state import ModelFallback, TextDelta
+
     if as_json:
-        print(json.dumps({"type": kind, **_event_fields(event)}), flush=True)
-    elif kind == "TextDelta":
-        print(event.text, end="", flush=True)
+        out.write(json.dumps({"type": type(event).__name__, **event_fields(event)}) + "\n")
+    elif isinstance(event, TextDelta):
+        out.write(event.text)
     elif isinstance(event, AssistantMessage):
+        out.write("\n")
         for b in event.tool_uses:
-            print(f"\n  → {b.name}({_preview(dict(b.input), 60)})", flush=True)
+            out.write(f"  → {b.name}({_preview(dict(b.input), 60)})\n")
+    elif isinstance(event, ToolProgress):
+        out.write(f"    {_preview(str(event.data), 76)}\n")
     elif isinstance(event, UserMessage):
         for r in event.tool_results:
             mark = "✗" if r.is_error else "✓"
             content = r.content if isinstance(r.content, str) else "[blocks]"
-            print(f"  {mark} {_preview(content)}", flush=True)
-    if kind == "TurnEnd":
-        if not as_json:
-            print(f"\n[{event.reason}]")
-        return str(event.reason)
-    return None
+            out.write(f"  {mark} {_preview(content)}\n")
+    elif isinstance(event, ModelFallback):
+        out.write(f"\n[overloaded: switching from {event.from_model} to {event.to_model}]\n")
+    out.flush()
 
 
-def _event_fields(event: Any) -> dict[str, Any]:
+def event_fields(event: Any) -> dict[str, Any]:
+    """The JSON-ready fields of a loop event (messages and blocks in their API form;
+    ``TurnEnd.messages`` left out: the message events tell the history)."""
     if isinstance(event, (AssistantMessage, UserMessage)):
         return {"message": event.to_api()}
     import attrs
 
-    if attrs.has(type(event)):
-        out: dict[str, Any] = {}
-        for field in attrs.fields(type(event)):
-            value = getattr(event, field.name)
-            if isinstance(value, (str, int, float, bool)) or value is None:
-                out[field.name] = value
-            elif hasattr(value, "to_api"):
-                out[field.name] = value.to_api()
-        return out
-    return {}
+    if not attrs.has(type(event)):
+        return {}
+    out: dict[str, Any] = {}
+    for field in attrs.fields(type(event)):
+        if field.name == "messages":
+            continue
+        value = _json_value(getattr(event, field.name))
+        if value is not _SKIP:
+            out[field.name] = value
+    return out
+
+
+_SKIP = object()
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if hasattr(value, "to_api"):
+        return value.to_api()
+    if isinstance(value, BaseException):
+        return f"{type(value).__name__}: {value}"
+    if isinstance(value, (tuple, list)):
+        items = [_json_value(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+        return _SKIP if any(i is _SKIP for i in items) else items
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return _SKIP
+    return value
 
 
 # -- demo ---------------------------------------------------------------------------

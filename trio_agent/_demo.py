@@ -108,6 +108,8 @@ if __name__ == "__main__":
     main(sys.argv[1:])
 """,
     "tests/test_ops.py": """\
+import subprocess
+import sys
 import unittest
 
 from minicalc import ops
@@ -122,10 +124,19 @@ class OpsTest(unittest.TestCase):
 
     def test_mul(self):
         self.assertEqual(ops.mul(2, 3), 6)
+
+    def test_cli(self):
+        # end to end, in a fresh interpreter: the slow test of the suite
+        for a, op, b, want in [("6", "*", "7", "42.0"), ("1", "+", "2", "3.0")] * 4:
+            run = subprocess.run(
+                [sys.executable, "-m", "minicalc.cli", a, op, b],
+                capture_output=True, text=True, check=True,
+            )
+            self.assertEqual(run.stdout.strip(), want)
 """,
 }
 
-_TESTS_RUN: Final = 3
+_TESTS_RUN: Final = 4
 _CODE_GLOB: Final = ("minicalc/__init__.py", "minicalc/cli.py", "minicalc/ops.py")
 
 
