@@ -245,6 +245,7 @@ async def test_progress_is_delivered_at_once_out_of_band(
         return "done"
 
     async def fast(input: Mapping[str, Any], ctx: ToolContext) -> str:
+        await trio.sleep(0.5)
         ctx.progress("fast")
         return "quick"
 
@@ -261,8 +262,8 @@ async def test_progress_is_delivered_at_once_out_of_band(
             seen.append((trio.current_time(), item))
     assert seen == [
         (0, ToolProgress("toolu_1", 0)),
-        (0, ToolProgress("toolu_2", "fast")),
-        (0, ToolFinished("toolu_2", False, None)),
+        (0.5, ToolProgress("toolu_2", "fast")),
+        (0.5, ToolFinished("toolu_2", False, None)),
         (1, ToolProgress("toolu_1", 1)),
         (2, ToolProgress("toolu_1", 2)),
         (3, ToolFinished("toolu_1", False, None)),
@@ -868,3 +869,127 @@ def test_summaries_are_short() -> None:
     loop: list[Any] = []
     loop.append(loop)
     assert summarize_call("T", {"l": loop}) == "T([[...]])"
+
+
+async def test_a_turn_cancelled_for_a_rejection_elsewhere(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The loop (or another executor) escalating: the reason is read off Cancelled."""
+    log = Log()
+    with trio.CancelScope() as turn:
+        async with open_tool_executor([make_tool("Read", log, duration=5)], turn_scope=turn) as ex:
+            ex.add_tool(call(1, "Read"))
+            await trio.sleep(1)
+            turn.cancel(reason="permission_rejected")
+            await trio.sleep(1)  # pragma: no cover
+    (result,) = ex.drain()
+    assert result.abort_reason is AbortReason.PERMISSION_REJECTED
+    assert result.content == (
+        "Cancelled: the user rejected another tool call, ending the turn. "
+        "It was stopped while running and may have partly completed."
+    )
+
+
+async def test_a_tool_turning_its_cancellation_into_an_error_does_not_cascade(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def stubborn(input: Mapping[str, Any], ctx: ToolContext) -> str:
+        try:
+            await trio.sleep(10)
+        except trio.Cancelled:
+            raise RuntimeError("killed") from None  # a badly behaved tool
+        return "x"  # pragma: no cover
+
+    log = Log()
+    tools = [
+        Tool(
+            "Stubborn",
+            "d",
+            SCHEMA,
+            stubborn,
+            interrupt_behavior="cancel",
+            cancels_siblings_on_error=True,
+            concurrency_safe=True,
+        ),
+        make_tool("Read", log, duration=3),
+    ]
+    async with open_tool_executor(tools) as ex:
+        ex.add_tool(call(1, "Stubborn"))
+        ex.add_tool(call(2, "Read"))
+        await trio.sleep(1)
+        ex.interrupt()
+        ex.finish()
+        got = [r async for r in ex.results]
+    assert got[0].abort_reason is AbortReason.INTERRUPT
+    assert got[1] == ToolResult("toolu_2", "Read ok", False, None, True)
+
+
+async def test_two_cascading_failures_at_once_blame_the_first(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seq = trio.testing.Sequencer()
+
+    def failing(name: str, step: int) -> Tool:
+        async def run(input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+            async with seq(step):
+                pass
+            return ToolOutput(f"{name} failed", is_error=True)
+
+        return Tool(name, "d", SCHEMA, run, concurrency_safe=True, cancels_siblings_on_error=True)
+
+    class Bad(Exception):
+        pass
+
+    async def late_failure(input: Mapping[str, Any], ctx: ToolContext) -> str:
+        try:
+            async with seq(1):
+                pass
+        finally:
+            raise Bad  # fails even though it was cancelled
+        return "x"  # pragma: no cover
+
+    tools = [
+        failing("A", 0),
+        Tool("B", "d", SCHEMA, late_failure, concurrency_safe=True, cancels_siblings_on_error=True),
+    ]
+    async with open_tool_executor(tools) as ex:
+        ex.add_tool(call(1, "A"))
+        ex.add_tool(call(2, "B"))
+        ex.finish()
+        got = [r async for r in ex.results]
+    assert got[0].content == "A failed"
+    assert got[1].abort_reason is AbortReason.SIBLING_ERROR
+    assert "A()" in str(got[1].content)
+
+
+class Escape(BaseException):
+    pass
+
+
+async def test_a_base_exception_from_a_tool_propagates(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def escapes(input: Mapping[str, Any], ctx: ToolContext) -> str:
+        await trio.sleep(1)
+        raise Escape
+
+    log = Log()
+    tools = [
+        Tool("E", "d", SCHEMA, escapes, concurrency_safe=True),
+        make_tool("Read", log, duration=5),
+    ]
+    executor: trio_agent.ToolExecutor | None = None
+
+    async def body() -> None:
+        nonlocal executor
+        async with open_tool_executor(tools) as executor:
+            executor.add_tool(call(1, "E"))
+            executor.add_tool(call(2, "Read"))
+            executor.finish()
+
+    with pytest.RaisesGroup(Escape):
+        await body()
+    assert executor is not None
+    first, second = executor.drain()
+    assert first.abort_reason is AbortReason.USER_INTERRUPTED
+    assert second.abort_reason is AbortReason.USER_INTERRUPTED

@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, Literal, final, get_args
+from typing import Any, final
 
-import attrs
 import trio
 
-from ._exceptions import ExecutorClosedError, ToolDefinitionError, excerpt
-from ._messages import ContentBlock, ToolUseBlock
+from ._call import Call as _Call
+from ._call import CallState as _State
+from ._call import check_input, read_return
+from ._exceptions import ExecutorClosedError, ToolDefinitionError
+from ._messages import ToolUseBlock
 from ._permissions import Allow, CanUseTool, Deny, Reject
 from ._result_channel import ResultChannel
 from ._results import (
@@ -40,33 +42,14 @@ from ._results import (
     invalid_input_message,
     permission_error_message,
     raised_message,
-    summarize_call,
     unknown_tool_message,
 )
-from ._tools import Tool, ToolContext, ToolOutput, plain_json
+from ._tools import Tool, ToolContext, plain_json
 
 __all__ = ["ToolExecutor", "open_tool_executor"]
 
-_BLOCK_TYPES: tuple[type, ...] = get_args(ContentBlock)
-
-_State = Literal["queued", "executing", "finished"]
-
-
-@attrs.define(eq=False)
-class _Call:
-    """One added ``tool_use`` and where it is in its life."""
-
-    block: ToolUseBlock
-    tool: Tool | None
-    safe: bool
-    input_error: str | None
-    state: _State = "queued"
-    started: bool = False  # tool.run() was called
-    result: ToolResult | None = None
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-
-    def summary(self) -> str:
-        return summarize_call(self.block.name, self.block.input)
+#: Every tool task's name starts with this (the harness counts them).
+TOOL_TASK_PREFIX = "trio_agent tool"
 
 
 @final
@@ -188,11 +171,7 @@ class ToolExecutor:
                 ToolResult(block.id, unknown_tool_message(block.name, list(self._tools)), True),
             )
             return
-        if block.invalid_input is not None:
-            error: str | None = f"the input is not valid JSON: {excerpt(block.invalid_input)}"
-        else:
-            error = tool.validate(block.input)
-        safe = error is None and tool.is_concurrency_safe(plain_json(block.input))
+        error, safe = check_input(tool, block)
         call = self._new_call(block, tool, safe=safe, input_error=error)
         if self._abort is not None:
             self._abort_call(call, *self._abort)
@@ -289,13 +268,12 @@ class ToolExecutor:
         self._unsafe_slots += not call.safe
         self._peak = max(self._peak, self._slots)
         self._nursery.start_soon(
-            self._run_call, call, name=f"trio_agent tool {call.block.name} {call.block.id}"
+            self._run_call, call, name=f"{TOOL_TASK_PREFIX} {call.block.name} {call.block.id}"
         )
 
     def _finish(self, call: _Call, result: ToolResult) -> None:
-        """Make *result* final (the first one wins) and deliver what is in order."""
-        if call.result is not None:
-            return
+        """Make *result* final and deliver what is in order."""
+        assert call.result is None, "a call is finished once"
         call.result = result
         self._set_state(call, "finished")
         self._send_progress(ToolFinished(result.tool_use_id, result.is_error, result.abort_reason))
@@ -308,8 +286,7 @@ class ToolExecutor:
         self._maybe_end()
 
     def _abort_call(self, call: _Call, reason: AbortReason, culprit: str | None) -> None:
-        if call.result is not None:
-            return
+        assert call.result is None, "only unfinished calls are aborted"
         if call.state == "queued" and call in self._queue:
             self._queue.remove(call)
         if call.state == "executing":
@@ -414,18 +391,13 @@ class ToolExecutor:
         return ToolResult(call.block.id, message, True, None, call.started)
 
     def _convert(self, call: _Call, value: Any) -> tuple[ToolResult, Any]:
-        modifier = None
-        is_error = False
-        content: Any = value
-        if isinstance(value, ToolOutput):
-            content, is_error, modifier = value.content, value.is_error, value.context_modifier
-        if not isinstance(content, str) and not (
-            isinstance(content, Sequence) and all(isinstance(b, _BLOCK_TYPES) for b in content)  # pyright: ignore[reportUnknownVariableType]
-        ):
+        read = read_return(value)
+        if read is None:
             return self._error(call, bad_return_message(call.block.name, value), failed=True), None
+        content, is_error, modifier = read
         if is_error:
             self._cascade(call)
-        return ToolResult(call.block.id, content, is_error, None, True), modifier  # pyright: ignore[reportUnknownArgumentType]
+        return ToolResult(call.block.id, content, is_error, None, True), modifier
 
     def _complete(self, call: _Call, result: ToolResult, modifier: Any) -> None:
         if call.result is not None:
@@ -474,8 +446,7 @@ class ToolExecutor:
 
     def _close(self, exc: BaseException | None) -> None:
         """The block is over: every call has its result; channels end."""
-        if self._calls and self._unfinished():
-            self._abort_all(self._outer_reason(exc), None)
+        self._abort_all(self._outer_reason(exc), None)  # normally none is left
         self._exited = True
         self._adding_closed = True
         self._results.end()
