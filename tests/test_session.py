@@ -359,3 +359,44 @@ async def test_resume_a_transcript_without_header_needs_a_model(tmp_path: Path) 
     path.write_bytes(b"")
     with pytest.raises(TranscriptError, match="model="):
         Session.resume(path, None, [])
+
+
+async def test_resume_from_a_crash_at_any_byte(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    """Issue 6 item 15: wherever a crash cuts the file the Session wrote (two turns,
+    one aborted mid-tools), it resumes to a valid history and the next request is
+    valid for the API."""
+    path = tmp_path / "t.jsonl"
+    model = ScriptedModel(
+        [
+            answer(TextBlock("Reading."), read("a", seconds=0.1), read("b")),
+            answer(TextBlock("Done.")),
+            answer(TextBlock("Again."), read("c", seconds=0.1), read("d", seconds=30.0)),
+        ]
+    )
+    session = session_for(model, transcript_path=path, system="sys")
+    await drain(session, "one")
+    async with session.submit("two") as stream:
+        await abort_when(session, stream, lambda e: isinstance(e, AssistantMessage))
+    session.close()
+    data = path.read_bytes()
+    header_end = data.index(b"\n") + 1
+    line_ends = [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
+    cuts = sorted({*line_ends, *range(header_end, len(data), 53), len(data) - 1})
+    for cut in cuts:
+        crashed = tmp_path / f"crash-{cut}.jsonl"
+        crashed.write_bytes(data[:cut])
+        replies = ScriptedModel([answer(TextBlock("ok"), timing=Timing())])
+        resumed = Session.resume(crashed, client_for(replies), make_tools(Log()))
+        check_transcript(resumed.messages)
+        # what survived is what was written, up to the cut (plus synthetic results)
+        kept = [m for m in resumed.messages if isinstance(m, AssistantMessage)]
+        written = [m for m in session.messages if isinstance(m, AssistantMessage)]
+        assert kept == written[: len(kept)]
+        await drain(resumed, "go on")
+        resumed.close()
+        check_transcript(resumed.messages)
+        sent = replies.requests[0].body["messages"]
+        assert sent == [m.to_param() for m in resumed.messages[:-1]]
+        assert read_transcript(crashed).messages == resumed.messages
