@@ -63,6 +63,7 @@ from ._results import ToolResult as ToolResult
 from ._retry import RetryPolicy as RetryPolicy
 from ._rules import PermissionRuleError as PermissionRuleError
 from ._rules import PermissionRules as PermissionRules
+from ._session import Session as Session
 from ._state import BlockFinished as BlockFinished
 from ._state import Compacted as Compacted
 from ._state import ModelFallback as ModelFallback
@@ -82,6 +83,10 @@ from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import ToolOutput as ToolOutput
 from ._tools import tool as tool
+from ._transcript import Transcript as Transcript
+from ._transcript import TranscriptWriter as TranscriptWriter
+from ._transcript import read_transcript as read_transcript
+from ._transcript import repair_history as repair_history
 
 __version__ = "0.1.0"
 
@@ -125,6 +130,7 @@ __all__ = [
     "RequestTooLargeError",
     "RetryPolicy",
     "ServerToolUseBlock",
+    "Session",
     "State",
     "StopHook",
     "StopHookResult",
@@ -152,7 +158,9 @@ __all__ = [
     "ToolResult",
     "ToolResultBlock",
     "ToolUseBlock",
+    "Transcript",
     "TranscriptError",
+    "TranscriptWriter",
     "Transition",
     "TransitionReason",
     "TrioAgentError",
@@ -166,5 +174,7 @@ __all__ = [
     "message_from_api",
     "open_tool_executor",
     "query",
+    "read_transcript",
+    "repair_history",
     "tool",
 ]

@@ -182,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--max-tokens", type=_positive_int, default=1024, help="default 1024")
     stream.add_argument("--json", action="store_true", help="one JSON event per line")
     stream.set_defaults(handler=_stream)
+    from ._cli_agent import add_agent_commands
+
+    add_agent_commands(commands)
     return parser
 
 
@@ -196,6 +199,8 @@ def main(
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    if getattr(args, "func", None) is not None:  # demo, run, replay: (args) -> exit status
+        return int(args.func(args))
     handler: Callable[[argparse.Namespace, TextIO, TextIO], Any] = args.handler
     try:
         trio.run(handler, args, stdout, stderr)

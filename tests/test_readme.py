@@ -1,0 +1,96 @@
+"""The README's examples run: the Session example against the scripted model, and
+every ``trio-agent`` command line it shows parses."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import trio_agent
+from trio_agent import TextBlock, ToolUseBlock, read_transcript
+from trio_agent._cli import build_parser
+from trio_agent.testing import ScriptedAnswer, ScriptedModel
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def code_blocks(language: str) -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    return re.findall(rf"^```{language}\n(.*?)^```", text, re.M | re.S)
+
+
+def test_the_quick_start_begins_with_the_demo() -> None:
+    first = code_blocks("bash")[0].splitlines()[0]
+    assert first.split("#")[0].strip() == "pip install -e '.[cli]' && trio-agent demo"
+
+
+def test_every_command_line_parses() -> None:
+    parser = build_parser()
+    lines = [
+        line.split("#")[0].strip()
+        for block in code_blocks("bash")
+        for line in block.splitlines()
+        if "trio-agent " in line
+    ]
+    assert len(lines) >= 4
+    for line in lines:
+        command = line[line.index("trio-agent ") :]
+        args = parser.parse_args(shlex.split(command)[1:])
+        assert args.command in ("demo", "run", "replay", "stream")
+
+
+def test_links_point_to_files_that_exist() -> None:
+    text = README.read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)#]+)\)", text):
+        if "://" not in target:
+            assert (README.parent / target).exists(), target
+
+
+def test_the_session_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (example,) = [b for b in code_blocks("python") if "trio_agent.Session(" in b]
+    model = ScriptedModel(
+        [
+            ScriptedAnswer(
+                blocks=[
+                    TextBlock("Checking both."),
+                    ToolUseBlock("toolu_w", "weather", {"city": "Lyon"}),
+                    ToolUseBlock("toolu_g", "Glob", {"pattern": "*.md"}),
+                ]
+            ),
+            ScriptedAnswer(blocks=[TextBlock("Sunny in Lyon; NOTES.md is here.")]),
+        ]
+    )
+
+    real = trio_agent.AnthropicClient
+
+    def client(*args: Any, **kwargs: Any) -> trio_agent.AnthropicClient:
+        assert (args, kwargs) == ((), {})  # the example's AnthropicClient()
+        http = httpx.AsyncClient(transport=model.transport())
+        return real(api_key="k", base_url="http://scripted", http_client=http)
+
+    monkeypatch.setattr(trio_agent, "AnthropicClient", client)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "NOTES.md").write_text("notes\n")
+    exec(compile(example, "README.md", "exec"), {"__name__": "__main__"})
+
+    out = capsys.readouterr().out
+    assert "Checking both." in out
+    assert "Sunny in Lyon; NOTES.md is here." in out
+    assert "[completed]" in out
+    # the tools really ran, neither was denied
+    results = model.requests[1].body["messages"][-1]["content"]
+    assert [(r["tool_use_id"], r.get("is_error", False)) for r in results] == [
+        ("toolu_w", False),
+        ("toolu_g", False),
+    ]
+    assert results[0]["content"] == "Lyon: sunny, 21 °C"
+    assert "NOTES.md" in results[1]["content"]
+    assert len(read_transcript(tmp_path / "session.jsonl").messages) == 4
+    assert out.rstrip().endswith("4")  # len(session.messages)

@@ -1,0 +1,232 @@
+"""The live view of a turn (rich) and ``trio-agent demo``.
+
+:class:`LiveView` shows, while a turn runs, the text the model streams and a table
+of its tool calls with their state (queued / executing / done / error / cancelled)
+and latest progress line; :func:`print_timeline` then shows when each block
+finished streaming, when each tool started and ended, when each stream ended, and
+what overlapping the tools with the stream saved.
+
+:func:`run_demo` runs the scripted demo task (:mod:`trio_agent._demo`) with the
+real built-in tools in a temporary workspace, live or as NDJSON events.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import attrs
+import trio
+
+from ._timeline import ModelCall, ToolRow, TurnRecorder, instrument
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+__all__ = ["LiveView", "event_record", "print_timeline", "run_demo"]
+
+_STYLES = {
+    "queued": "dim",
+    "executing": "yellow",
+    "done": "green",
+    "error": "red",
+    "cancelled": "magenta",
+}
+_TEXT_LINES = 14
+_REFRESH = 0.05
+
+
+def event_record(event: object, t: float) -> dict[str, Any]:
+    """One event as a JSON-ready dict: ``type``, ``t`` (seconds) and its fields."""
+    from ._cli_agent import event_fields
+
+    return {"type": type(event).__name__, "t": round(t, 3), **event_fields(event)}
+
+
+@attrs.define(eq=False)
+class LiveView:
+    """Renders a :class:`TurnRecorder` as streaming text over a table of tools."""
+
+    recorder: TurnRecorder
+    title: str = "trio-agent"
+
+    def render(self) -> RenderableType:
+        """The current view."""
+        from rich.console import Group
+        from rich.panel import Panel
+        from rich.table import Table
+        from rich.text import Text
+
+        rec = self.recorder
+        lines = "".join(rec.text).splitlines()[-_TEXT_LINES:]
+        panel = Panel(
+            Text("\n".join(lines)),
+            title=f"{self.title} · model call {rec.current.index}",
+            title_align="left",
+        )
+        table = Table(expand=True, title_justify="left")
+        table.add_column("#", justify="right", width=2)
+        table.add_column("tool", max_width=34, no_wrap=True, overflow="ellipsis")
+        table.add_column("state", width=9)
+        table.add_column("time", justify="right", width=6)
+        table.add_column("latest progress", overflow="ellipsis", no_wrap=True, min_width=12)
+        now = rec.now()
+        for row in rec.tools.values():
+            table.add_row(
+                str(row.call),
+                row.summary,
+                Text(row.state, style=_STYLES[row.state]),
+                _duration(row, now),
+                row.progress or "",
+            )
+        return Group(panel, table) if rec.tools else panel
+
+    async def run(self, console: Console, events: trio.abc.ReceiveChannel[Any]) -> None:
+        """Feed every event of *events* to the recorder and keep the view live."""
+        from rich.live import Live
+
+        with Live(self.render(), console=console, auto_refresh=False) as live:
+            async with trio.open_nursery() as nursery:
+
+                async def tick() -> None:
+                    while True:
+                        live.update(self.render(), refresh=True)
+                        await trio.sleep(_REFRESH)
+
+                nursery.start_soon(tick)
+                async for event in events:
+                    self.recorder.feed(event)
+                nursery.cancel_scope.cancel()
+            live.update(self.render(), refresh=True)
+
+
+def _duration(row: ToolRow, now: float) -> str:
+    if row.started_at is None:
+        return ""
+    end = row.ended_at if row.ended_at is not None else now
+    return f"{end - row.started_at:.2f}s"
+
+
+def _bar(call: ModelCall, row: ToolRow, start: float, span: float, width: int) -> str:
+    """A tool's run as ``····████····`` over the call, ``│`` where the stream ended."""
+    cells = [" "] * width
+
+    def at(t: float) -> int:
+        return min(width - 1, max(0, int((t - start) / span * width)))
+
+    if row.started_at is not None:
+        end = row.ended_at if row.ended_at is not None else row.started_at
+        for i in range(at(row.started_at), at(end) + 1):
+            cells[i] = "█"
+    if call.stream_ended_at is not None:
+        i = at(call.stream_ended_at)
+        cells[i] = "┃" if cells[i] == "█" else "│"
+    return "".join(cells)
+
+
+def print_timeline(console: Console, recorder: TurnRecorder) -> None:
+    """The turn's timeline, per model call, and what overlapping saved."""
+    from rich.table import Table
+
+    for call in recorder.calls:
+        moments = recorder.timeline(call)
+        table = Table(
+            title=f"model call {call.index} ({call.reason})",
+            title_justify="left",
+            show_edge=False,
+            box=None,
+        )
+        table.add_column("t", justify="right", style="cyan")
+        table.add_column("what")
+        for t, what in moments:
+            table.add_row(f"{t:6.2f}s", what)
+        console.print(table)
+        rows = [r for r in recorder.call_tools(call) if r.started_at is not None]
+        if rows:
+            end = max(
+                [r.ended_at or 0.0 for r in rows]
+                + [call.stream_ended_at or 0.0, *(t for t, _ in moments)]
+            )
+            span = max(end - call.started_at, 1e-6)
+            width = 40
+            for row in rows:
+                bar = _bar(call, row, call.started_at, span, width)
+                console.print(f"  {row.summary[:28]:<28} [{_STYLES[row.state]}]{bar}[/]")
+            console.print(f"  {'':<28} │ the stream ended", style="dim")
+        saved = recorder.saved(call)
+        if saved > 0:
+            console.print(f"  overlapping saved [bold]{saved:.2f}s[/] in this call")
+        console.print()
+    console.print(
+        f"Overlapping tools with the stream saved [bold green]{recorder.total_saved():.2f}s"
+        "[/] compared to running them after each stream ended."
+    )
+
+
+async def run_demo(speed: float = 1.0, as_json: bool = False, out: IO[str] | None = None) -> int:
+    """``trio-agent demo``: the scripted agent task with the real built-in tools.
+
+    Returns:
+        0 when the turn completed, 1 otherwise.
+    """
+    import httpx
+
+    from ._client import AnthropicClient
+    from ._demo import DEMO_MODEL, DEMO_PROMPT, demo_answers, make_demo_workspace
+    from ._rules import PermissionRules
+    from ._session import Session
+    from .testing import ScriptedModel
+    from .tools import Workspace, default_tools
+
+    stream = out if out is not None else sys.stdout
+
+    def started(row: ToolRow) -> None:
+        if as_json:
+            record = {"type": "ToolStarted", "t": round(row.started_at or 0.0, 3)}
+            record |= {"tool_use_id": row.tool_use_id, "name": row.name}
+            stream.write(json.dumps(record) + "\n")
+
+    recorder = TurnRecorder(trio.current_time, on_tool_start=started)
+    model = ScriptedModel(demo_answers(speed=speed))
+    with tempfile.TemporaryDirectory(prefix="trio-agent-demo-") as tmp:
+        root = Path(tmp)
+        make_demo_workspace(root)
+        async with httpx.AsyncClient(transport=model.transport()) as http:
+            session = Session(
+                AnthropicClient(api_key="demo", base_url="http://scripted", http_client=http),
+                instrument(default_tools(Workspace(root)), recorder),
+                model=DEMO_MODEL,
+                # the demo says yes to what `trio-agent run` would ask about
+                can_use_tool=PermissionRules(allow=["Read", "Glob", "Grep", "Bash", "Write"]),
+            )
+            if as_json:
+                async with session.submit(DEMO_PROMPT) as events:
+                    async for event in events:
+                        recorder.feed(event)
+                        stream.write(json.dumps(event_record(event, recorder.now())) + "\n")
+                end = recorder.end
+                stream.write(json.dumps({"type": "Timeline", **recorder.summary()}) + "\n")
+            else:
+                from rich.console import Console
+
+                console = Console(file=stream, highlight=False)
+                console.print(f"[bold]>[/] {DEMO_PROMPT}", soft_wrap=True)
+                console.print(f"[dim]workspace: {root} (scripted model, real tools)[/]")
+                view = LiveView(recorder, title="scripted model")
+                async with session.submit(DEMO_PROMPT) as events:
+                    await view.run(console, events)
+                end = recorder.end
+                console.print()
+                print_timeline(console, recorder)
+                report = root / "STATUS.md"
+                if report.exists():
+                    console.print(
+                        f"[dim]The agent wrote STATUS.md ({len(report.read_text())} "
+                        "bytes); the workspace is deleted now.[/]"
+                    )
+                if end is not None:
+                    console.print(f"[bold]turn ended: {end.reason}[/] ({end.turns} model calls)")
+    return 0 if end is not None and str(end.reason) == "completed" else 1
