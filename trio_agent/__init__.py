@@ -1,6 +1,9 @@
 """trio_agent: run an LLM agent's tool calls while the model is still streaming,
 under Trio's structured concurrency."""
 
+from ._accumulate import AccumulatorStatistics as AccumulatorStatistics
+from ._accumulate import MessageAccumulator as MessageAccumulator
+from ._accumulate import StreamLimits as StreamLimits
 from ._exceptions import APIConnectionError as APIConnectionError
 from ._exceptions import APIError as APIError
 from ._exceptions import APIStatusError as APIStatusError
@@ -44,6 +47,7 @@ from ._permissions import CanUseTool as CanUseTool
 from ._permissions import Deny as Deny
 from ._permissions import PermissionDecision as PermissionDecision
 from ._permissions import Reject as Reject
+from ._retry import RetryPolicy as RetryPolicy
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import ToolOutput as ToolOutput
@@ -56,6 +60,7 @@ __all__ = [
     "APIError",
     "APIStatusError",
     "APITimeoutError",
+    "AccumulatorStatistics",
     "Allow",
     "AssistantMessage",
     "AuthenticationError",
@@ -67,6 +72,7 @@ __all__ = [
     "InternalServerError",
     "InvalidRequestError",
     "Message",
+    "MessageAccumulator",
     "NotFoundError",
     "OpaqueBlock",
     "OverloadedError",
@@ -77,10 +83,12 @@ __all__ = [
     "RedactedThinkingBlock",
     "Reject",
     "RequestTooLargeError",
+    "RetryPolicy",
     "ServerToolUseBlock",
     "StreamError",
     "StreamIdleTimeoutError",
     "StreamLimitError",
+    "StreamLimits",
     "StreamProtocolError",
     "StreamTruncatedError",
     "TextBlock",

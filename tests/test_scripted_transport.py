@@ -1,0 +1,150 @@
+"""The scripted model's in-process transport, in virtual time."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from trio_agent import TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from trio_agent.testing import HTTPErrorAnswer, ScriptedAnswer, ScriptedModel, Timing
+
+URL = "https://api.anthropic.test/v1/messages"
+
+
+def _answer(**kwargs: Any) -> ScriptedAnswer:
+    return ScriptedAnswer(
+        blocks=[
+            TextBlock("Let me look."),
+            ThinkingBlock("hmm", "sig"),
+            ToolUseBlock("toolu_1", "Read", {"path": "a"}),
+        ],
+        **kwargs,
+    )
+
+
+async def _read(client: httpx.AsyncClient) -> tuple[httpx.Response, list[tuple[float, bytes]]]:
+    chunks: list[tuple[float, bytes]] = []
+    async with client.stream("POST", URL, json={"stream": True}) as response:
+        async for chunk in response.aiter_raw():
+            chunks.append((trio.current_time(), chunk))
+    return response, chunks
+
+
+async def test_serves_the_rendered_stream_and_records_the_request(autojump_clock: Any) -> None:
+    answer = _answer()
+    model = ScriptedModel([answer])
+    async with httpx.AsyncClient(transport=model.transport()) as client:
+        response, chunks = await _read(client)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.headers["request-id"] == "req_scripted_1"
+    assert b"".join(c for _, c in chunks) == b"".join(
+        f"event: {e['type']}\ndata: {json.dumps(e, separators=(',', ':'))}\n\n".encode()
+        for e in answer.events()
+    )
+    assert len(chunks) == len(answer.events())  # one chunk per event by default
+    assert model.remaining == ()
+    assert model.open_streams == 0
+    (request,) = model.requests
+    assert (request.method, request.path, request.body) == (
+        "POST",
+        "/v1/messages",
+        {"stream": True},
+    )
+
+
+async def test_timing_is_exact_in_virtual_time(autojump_clock: Any) -> None:
+    answer = _answer(timing=Timing(first_event_delay=1.0, token_delay=0.1, block_delay=0.5))
+    model = ScriptedModel([answer])
+    async with httpx.AsyncClient(transport=model.transport()) as client:
+        _, chunks = await _read(client)
+    expected: list[float] = []
+    now = 0.0
+    deltas = 0
+    blocks = 0
+    for event in answer.events():
+        kind = event["type"]
+        if kind == "message_start":
+            now = 1.0
+        elif kind == "content_block_start":
+            blocks += 1
+        elif kind == "content_block_delta":
+            deltas += 1
+        if kind in ("content_block_start", "content_block_delta"):
+            now = 1.0 + 0.5 * blocks + 0.1 * deltas
+        expected.append(now)
+    assert [t for t, _ in chunks] == pytest.approx(expected, abs=1e-9)
+    assert chunks[0][0] == 1.0
+
+
+async def test_http_error_answer_carries_status_headers_and_body(autojump_clock: Any) -> None:
+    model = ScriptedModel(
+        [
+            HTTPErrorAnswer(status=529, headers={"retry-after": "1"}),
+            HTTPErrorAnswer(
+                status=502,
+                headers={"content-type": "text/html"},
+                body=b"<html>bad</html>",
+                delay=2.0,
+            ),
+            HTTPErrorAnswer(status=429, body={"type": "error", "error": {"type": "x"}}),
+        ]
+    )
+    async with httpx.AsyncClient(transport=model.transport()) as client:
+        first = await client.post(URL, json={})
+        second = await client.post(URL, json={})
+        assert trio.current_time() == 2.0
+        third = await client.post(URL, json={})
+    assert first.status_code == 529
+    assert first.headers["retry-after"] == "1"
+    assert first.headers["request-id"] == "req_scripted_1"
+    assert first.headers["content-type"] == "application/json"
+    assert first.json() == {
+        "type": "error",
+        "error": {"type": "overloaded_error", "message": "Overloaded"},
+        "request_id": "req_scripted_1",
+    }
+    assert (second.status_code, second.headers["content-type"], second.content) == (
+        502,
+        "text/html",
+        b"<html>bad</html>",
+    )
+    assert third.json() == {"type": "error", "error": {"type": "x"}}
+    assert model.open_streams == 0
+
+
+async def test_exhausted_script_answers_a_clear_500(autojump_clock: Any) -> None:
+    model = ScriptedModel([])
+    async with httpx.AsyncClient(transport=model.transport()) as client:
+        response = await client.post(URL, json={})
+    assert response.status_code == 500
+    assert response.headers["x-should-retry"] == "false"
+    assert "script is exhausted" in response.json()["error"]["message"]
+
+
+def test_defaults() -> None:
+    answer = _answer()
+    assert answer.resolved_stop_reason == "tool_use"
+    assert ScriptedAnswer(blocks=[TextBlock("x")]).resolved_stop_reason == "end_turn"
+    assert answer.resolved_id.startswith("msg_scripted_")
+    assert answer.resolved_id == _answer().resolved_id
+    usage = Usage(input_tokens=3, output_tokens=4)
+    assert _answer(usage=usage, message_id="msg_1").message.usage == usage
+    assert _answer(message_id="msg_1").message.id == "msg_1"
+
+
+def test_api_key_is_redacted_in_request_repr() -> None:
+    from trio_agent.testing import ScriptedRequest
+
+    request = ScriptedRequest.build("POST", "/", [("X-Api-Key", "sk-secret")], b"")
+    assert request.headers["x-api-key"] == "sk-secret"
+    assert "sk-secret" not in repr(request)
+
+
+def test_a_script_holds_only_answers() -> None:
+    with pytest.raises(TypeError, match="ScriptedAnswer or HTTPErrorAnswer"):
+        ScriptedModel(["hello"])  # type: ignore[list-item]

@@ -1,0 +1,410 @@
+"""MessageAccumulator: Messages API stream events in, an AssistantMessage out.
+
+Pure and synchronous (no Trio): feed it the decoded JSON of each server-sent event.
+
+Example::
+
+    acc = MessageAccumulator()
+    for event in events:
+        for done in acc.feed(event):
+            if isinstance(done, ToolUseBlock):
+                executor.add_tool(done)
+    message = acc.message
+
+Dispatch is on the event's JSON ``type`` (never the SSE event name). Text fields
+start empty and grow only by deltas. Tool input JSON is collected as a list of parts,
+joined and parsed once at ``content_block_stop``, so accumulating is linear in the
+input size (the official SDK re-parses the partial JSON at every delta).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import attrs
+
+from ._errors_http import error_from_event
+from ._exceptions import StreamLimitError, StreamProtocolError, excerpt
+from ._messages import (
+    AssistantMessage,
+    ContentBlock,
+    OpaqueBlock,
+    ServerToolUseBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+    block_from_api,
+)
+
+__all__ = ["AccumulatorStatistics", "MessageAccumulator", "StreamLimits"]
+
+
+@attrs.frozen
+class StreamLimits:
+    """Bounds on what one streamed answer may hold; exceeding one is a StreamLimitError.
+
+    Attributes:
+        max_event_bytes: the largest ``data`` of one server-sent event, in UTF-8 bytes.
+        max_tool_input_bytes: the largest accumulated input JSON of one tool_use block.
+        max_blocks: the most content blocks in one message.
+    """
+
+    max_event_bytes: int = 8 * 1024 * 1024
+    max_tool_input_bytes: int = 32 * 1024 * 1024
+    max_blocks: int = 10_000
+
+
+@attrs.frozen
+class AccumulatorStatistics:
+    """Counts of what a :class:`MessageAccumulator` was fed.
+
+    Attributes:
+        events: every event fed, pings and ignored ones included.
+        pings: ``ping`` events.
+        ignored: events of unknown type, and deltas of unknown type.
+    """
+
+    events: int = 0
+    pings: int = 0
+    ignored: int = 0
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _violation(what: str, event: Mapping[str, Any]) -> StreamProtocolError:
+    return StreamProtocolError(f"{what}: {excerpt(repr(event))}")
+
+
+@attrs.define(eq=False)
+class _Block:
+    """One content block being streamed (mutable, private)."""
+
+    index: int
+    kind: str  # "text", "thinking", "json" (tool input) or "fixed"
+    start: Mapping[str, Any]
+    parts: list[str] = attrs.field(factory=lambda: list[str]())
+    size: int = 0
+    signature: str = ""
+    citations: list[Mapping[str, Any]] | None = None
+    stopped: bool = False
+    final: ContentBlock | None = None
+
+    def snapshot(self) -> ContentBlock:
+        if self.final is not None:
+            return self.final
+        if self.kind == "text":
+            citations = None if self.citations is None else tuple(self.citations)
+            return TextBlock("".join(self.parts), citations)
+        if self.kind == "thinking":
+            return ThinkingBlock("".join(self.parts), self.signature)
+        # Tool input is only parsed at the block's stop; until then it is {}.
+        start = dict(self.start)
+        if "input" in start:
+            start["input"] = {}
+        return block_from_api(start)
+
+
+_JSON_BLOCK_TYPES = frozenset({"tool_use", "server_tool_use"})
+_DELTA_KIND = {
+    "text_delta": "text",
+    "citations_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "thinking",
+    "input_json_delta": "json",
+}
+
+
+class MessageAccumulator:
+    """Builds one :class:`AssistantMessage` from the events of its stream.
+
+    Args:
+        limits: bounds on event size, tool input size and block count.
+
+    ``feed(event)`` returns what the event completed: the finished block at
+    ``content_block_stop``, the final message at ``message_stop``, else ``[]``.
+    Protocol violations raise :class:`StreamProtocolError`; limits raise
+    :class:`StreamLimitError`; an ``error`` event raises its typed
+    :class:`APIStatusError`.
+    """
+
+    def __init__(self, limits: StreamLimits | None = None) -> None:
+        self.limits = limits if limits is not None else StreamLimits()
+        self._base: AssistantMessage | None = None
+        self._stop_reason: str | None = None
+        self._stop_sequence: str | None = None
+        self._usage = Usage()
+        self._blocks: list[_Block] = []
+        self._stopped = False
+        self._events = 0
+        self._pings = 0
+        self._ignored = 0
+
+    def __repr__(self) -> str:
+        state = "stopped" if self._stopped else "started" if self._base else "new"
+        return f"<MessageAccumulator {state}, {len(self._blocks)} blocks, {self._events} events>"
+
+    # -- reading ---------------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        """True once ``message_start`` was fed."""
+        return self._base is not None
+
+    @property
+    def stopped(self) -> bool:
+        """True once ``message_stop`` was fed."""
+        return self._stopped
+
+    @property
+    def message(self) -> AssistantMessage:
+        """A snapshot of the message so far (tool inputs are ``{}`` until their stop).
+
+        Raises:
+            StreamProtocolError: no ``message_start`` was fed yet.
+        """
+        if self._base is None:
+            raise StreamProtocolError("no message_start was received yet")
+        return attrs.evolve(
+            self._base,
+            content=tuple(b.snapshot() for b in self._blocks),
+            stop_reason=self._stop_reason,
+            stop_sequence=self._stop_sequence,
+            usage=self._usage,
+        )
+
+    def statistics(self) -> AccumulatorStatistics:
+        """Counts of events, pings and ignored events so far."""
+        return AccumulatorStatistics(events=self._events, pings=self._pings, ignored=self._ignored)
+
+    # -- decoding --------------------------------------------------------------------
+
+    def decode(self, data: str | bytes) -> dict[str, Any]:
+        """Parse one server-sent event's ``data`` into an event dict, within the limits.
+
+        Raises:
+            StreamLimitError: the data is larger than ``limits.max_event_bytes``.
+            StreamProtocolError: the data is not a JSON object with a string ``type``.
+        """
+        size = len(data) if isinstance(data, bytes) else _utf8_len(data)
+        if size > self.limits.max_event_bytes:
+            raise StreamLimitError(
+                f"an event of {size} bytes exceeds max_event_bytes={self.limits.max_event_bytes}"
+            )
+        try:
+            event: Any = json.loads(data)
+        except ValueError:
+            raise StreamProtocolError(f"event data is not JSON: {excerpt(data)}") from None
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):  # pyright: ignore[reportUnknownMemberType]
+            raise StreamProtocolError(f"event is not an object with a type: {excerpt(data)}")
+        return event  # pyright: ignore[reportUnknownVariableType]
+
+    # -- feeding ---------------------------------------------------------------------
+
+    def feed(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
+        """Apply one decoded event; return the block or message it completed, if any."""
+        if not isinstance(event, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise StreamProtocolError(f"an event must be a mapping: {excerpt(repr(event))}")
+        self._events += 1
+        etype = event.get("type")
+        if etype == "ping":
+            self._pings += 1
+            return []
+        if etype == "error":
+            raise error_from_event(event)
+        handler = self._HANDLERS.get(etype) if isinstance(etype, str) else None
+        if handler is None:
+            self._ignored += 1
+            return []
+        if self._stopped:
+            raise _violation(f"{etype} after message_stop", event)
+        if etype != "message_start" and self._base is None:
+            raise _violation(f"{etype} before message_start", event)
+        return handler(self, event)
+
+    def _message_start(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
+        if self._base is not None:
+            raise _violation("a second message_start", event)
+        data = event.get("message")
+        if not isinstance(data, Mapping):
+            raise _violation("message_start without a message object", event)
+        base = AssistantMessage.from_api(data)  # pyright: ignore[reportUnknownArgumentType]
+        for block in base.content:  # blocks already complete at the start (unusual)
+            self._blocks.append(
+                _Block(index=len(self._blocks), kind="fixed", start={}, stopped=True, final=block)
+            )
+        self._stop_reason, self._stop_sequence, self._usage = (
+            base.stop_reason,
+            base.stop_sequence,
+            base.usage,
+        )
+        self._base = attrs.evolve(base, content=())
+        return []
+
+    def _index(self, event: Mapping[str, Any]) -> int:
+        index = event.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise _violation("an event without an integer index", event)
+        return index
+
+    def _open_block(self, event: Mapping[str, Any], what: str) -> _Block:
+        index = self._index(event)
+        if not 0 <= index < len(self._blocks):
+            raise _violation(f"{what} for unknown block index {index}", event)
+        block = self._blocks[index]
+        if block.stopped:
+            raise _violation(f"{what} for block {index}, which already stopped", event)
+        return block
+
+    def _content_block_start(
+        self, event: Mapping[str, Any]
+    ) -> list[ContentBlock | AssistantMessage]:
+        index = self._index(event)
+        if index != len(self._blocks):
+            raise _violation(
+                f"block index {index} out of order (expected {len(self._blocks)})", event
+            )
+        if len(self._blocks) >= self.limits.max_blocks:
+            raise StreamLimitError(f"more than max_blocks={self.limits.max_blocks} content blocks")
+        start = event.get("content_block")
+        if not isinstance(start, Mapping) or not isinstance(start.get("type"), str):  # pyright: ignore[reportUnknownMemberType]
+            raise _violation("content_block_start without a typed content_block", event)
+        start_: Mapping[str, Any] = start  # pyright: ignore[reportUnknownVariableType]
+        btype = start_["type"]
+        block = _Block(index=index, kind="fixed", start=start_)
+        if btype == "text":
+            block.kind = "text"
+            citations = start_.get("citations")
+            if citations is not None:
+                if not isinstance(citations, list):
+                    raise _violation("text block citations must be a list", event)
+                block.citations = list(citations)  # pyright: ignore[reportUnknownArgumentType]
+        elif btype == "thinking":
+            block.kind = "thinking"
+            signature = start_.get("signature")
+            block.signature = signature if isinstance(signature, str) else ""
+        elif btype in _JSON_BLOCK_TYPES or ("input" in start_ and btype != "redacted_thinking"):
+            block.kind = "json"
+        else:
+            block.final = block_from_api(start_)
+        # Validate the start now (id, name, ...), not at the stop.
+        if block.kind == "json":
+            block_from_api({**start_, "input": {}})
+        self._blocks.append(block)
+        return []
+
+    def _content_block_delta(
+        self, event: Mapping[str, Any]
+    ) -> list[ContentBlock | AssistantMessage]:
+        block = self._open_block(event, "content_block_delta")
+        delta = event.get("delta")
+        if not isinstance(delta, Mapping) or not isinstance(delta.get("type"), str):  # pyright: ignore[reportUnknownMemberType]
+            raise _violation("content_block_delta without a typed delta", event)
+        delta_: Mapping[str, Any] = delta  # pyright: ignore[reportUnknownVariableType]
+        dtype = delta_["type"]
+        kind = _DELTA_KIND.get(dtype)
+        if kind is None:
+            self._ignored += 1
+            return []
+        if kind != block.kind:
+            raise _violation(
+                f"{dtype} for a {block.start.get('type', 'fixed')} block {block.index}", event
+            )
+        if dtype == "citations_delta":
+            citation = delta_.get("citation")
+            if not isinstance(citation, Mapping):
+                raise _violation("citations_delta without a citation object", event)
+            if block.citations is None:
+                block.citations = []
+            block.citations.append(citation)  # pyright: ignore[reportUnknownArgumentType]
+            return []
+        field = {
+            "text_delta": "text",
+            "thinking_delta": "thinking",
+            "signature_delta": "signature",
+            "input_json_delta": "partial_json",
+        }[dtype]
+        value = delta_.get(field)
+        if not isinstance(value, str):
+            raise _violation(f"{dtype} without a string {field!r}", event)
+        if dtype == "signature_delta":
+            block.signature = value
+            return []
+        if dtype == "input_json_delta":
+            block.size += _utf8_len(value)
+            if block.size > self.limits.max_tool_input_bytes:
+                raise StreamLimitError(
+                    f"tool input of block {block.index} exceeds "
+                    f"max_tool_input_bytes={self.limits.max_tool_input_bytes}"
+                )
+        block.parts.append(value)
+        return []
+
+    def _content_block_stop(
+        self, event: Mapping[str, Any]
+    ) -> list[ContentBlock | AssistantMessage]:
+        block = self._open_block(event, "content_block_stop")
+        block.stopped = True
+        if block.kind == "json":
+            block.final = self._finish_json(block)
+        else:
+            block.final = block.snapshot()
+        block.parts = []
+        return [block.final]
+
+    def _finish_json(self, block: _Block) -> ContentBlock:
+        raw = "".join(block.parts)
+        parsed: Any
+        try:
+            parsed = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            parsed = None
+        valid = isinstance(parsed, dict)
+        start = block.start
+        if start["type"] == "tool_use":
+            if valid:
+                return ToolUseBlock(start["id"], start["name"], parsed)
+            return ToolUseBlock(start["id"], start["name"], {}, invalid_input=raw)
+        if not valid:
+            raise StreamProtocolError(
+                f"{start['type']} block {block.index} has invalid input JSON: {excerpt(raw)}"
+            )
+        if start["type"] == "server_tool_use":
+            return ServerToolUseBlock(start["id"], start["name"], parsed)
+        return OpaqueBlock({**start, "input": parsed})
+
+    def _message_delta(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
+        delta = event.get("delta")
+        if not isinstance(delta, Mapping):
+            raise _violation("message_delta without a delta object", event)
+        delta_: Mapping[str, Any] = delta  # pyright: ignore[reportUnknownVariableType]
+        if "stop_reason" in delta_:
+            self._stop_reason = delta_["stop_reason"]
+        if "stop_sequence" in delta_:
+            self._stop_sequence = delta_["stop_sequence"]
+        usage = event.get("usage")
+        if usage is not None:
+            if not isinstance(usage, Mapping):
+                raise _violation("message_delta usage must be an object", event)
+            self._usage = self._usage.merge_delta(usage)  # pyright: ignore[reportUnknownArgumentType]
+        return []
+
+    def _message_stop(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
+        for block in self._blocks:
+            if not block.stopped:
+                raise _violation(f"message_stop while block {block.index} is still open", event)
+        self._stopped = True
+        return [self.message]
+
+    _HANDLERS: ClassVar[Mapping[str, Any]] = {
+        "message_start": _message_start,
+        "content_block_start": _content_block_start,
+        "content_block_delta": _content_block_delta,
+        "content_block_stop": _content_block_stop,
+        "message_delta": _message_delta,
+        "message_stop": _message_stop,
+    }

@@ -1,0 +1,268 @@
+"""The scripted model: a script of answers served to an HTTP client, in process.
+
+``ScriptedModel.transport()`` is an ``httpx.AsyncBaseTransport`` whose response
+bodies sleep with ``trio.sleep`` between chunks, so a whole conversation runs in
+Trio's virtual time. :func:`~trio_agent.testing.serve_scripted_model` serves the same
+script on a real loopback socket.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any, final
+
+import attrs
+import httpx
+import trio
+
+from ._answers import Answer, HTTPErrorAnswer, ScriptedAnswer
+from ._sse_render import StreamPlan, plan_stream
+
+__all__ = ["ScriptedModel", "ScriptedRequest", "ScriptedResponse"]
+
+_SECRET_HEADERS = frozenset({"x-api-key", "authorization"})
+
+
+def _redacted(headers: Mapping[str, str]) -> str:
+    shown = {k: ("<redacted>" if k in _SECRET_HEADERS else v) for k, v in headers.items()}
+    return repr(shown)
+
+
+@attrs.frozen
+class ScriptedRequest:
+    """A request the scripted model received.
+
+    Attributes:
+        method: ``"POST"`` etc.
+        path: The request target's path, e.g. ``"/v1/messages"``.
+        headers: Header names in lower case (repeated headers joined by ``", "``).
+        content: The raw request body.
+        body: The body parsed as JSON, or ``None`` if it was not JSON.
+    """
+
+    method: str
+    path: str
+    headers: Mapping[str, str] = attrs.field(repr=_redacted)
+    content: bytes = attrs.field(repr=False)
+    body: Any = attrs.field(repr=False)
+
+    @classmethod
+    def build(
+        cls, method: str, path: str, headers: Iterable[tuple[str, str]], content: bytes
+    ) -> ScriptedRequest:
+        merged: dict[str, str] = {}
+        for name, value in headers:
+            key = name.lower()
+            merged[key] = f"{merged[key]}, {value}" if key in merged else value
+        try:
+            body = json.loads(content) if content else None
+        except ValueError:
+            body = None
+        return cls(method=method, path=path, headers=merged, content=content, body=body)
+
+
+@attrs.frozen
+class ScriptedResponse:
+    """What to send for one request: status, headers, then the planned body chunks.
+
+    Attributes:
+        status: The HTTP status.
+        headers: Response headers, in order.
+        plan: The body as ``(delay, bytes)`` chunks.
+        delay: Seconds before the status line and headers.
+    """
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    plan: StreamPlan
+    delay: float = 0.0
+
+
+def _merge_headers(
+    defaults: Mapping[str, str], overrides: Mapping[str, str]
+) -> tuple[tuple[str, str], ...]:
+    merged = {k.lower(): v for k, v in defaults.items()}
+    merged.update({k.lower(): v for k, v in overrides.items()})
+    return tuple(merged.items())
+
+
+@final
+class ScriptedModel:
+    """A fake Messages API that answers each request with the next answer of its script.
+
+    Example::
+
+        model = ScriptedModel([ScriptedAnswer(blocks=[TextBlock("Hello")])])
+        async with httpx.AsyncClient(transport=model.transport()) as http:
+            ...
+        assert model.requests[0].body["stream"] is True
+
+    A request after the script is exhausted gets a 500 error (with
+    ``x-should-retry: false``) that says so.
+    """
+
+    def __init__(self, answers: Iterable[Answer] = ()) -> None:
+        self._queue: deque[Answer] = deque()
+        self.requests: list[ScriptedRequest] = []
+        self._open_streams = 0
+        self.extend(answers)
+
+    def __repr__(self) -> str:
+        return (
+            f"<ScriptedModel served={len(self.requests)} remaining={len(self._queue)}"
+            f" open_streams={self._open_streams}>"
+        )
+
+    def append(self, answer: Answer) -> None:
+        """Add *answer* at the end of the script."""
+        if not isinstance(answer, ScriptedAnswer | HTTPErrorAnswer):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"a script holds ScriptedAnswer or HTTPErrorAnswer values, got {answer!r}"
+            )
+        self._queue.append(answer)
+
+    def extend(self, answers: Iterable[Answer]) -> None:
+        """Add *answers* at the end of the script."""
+        for answer in answers:
+            self.append(answer)
+
+    @property
+    def remaining(self) -> tuple[Answer, ...]:
+        """The answers not served yet."""
+        return tuple(self._queue)
+
+    @property
+    def open_streams(self) -> int:
+        """Response bodies handed out and not closed yet (0 once a client cleaned up)."""
+        return self._open_streams
+
+    def transport(self) -> httpx.AsyncBaseTransport:
+        """An in-process transport for ``httpx.AsyncClient(transport=...)``."""
+        return _ScriptedTransport(self)
+
+    def respond(
+        self, method: str, path: str, headers: Iterable[tuple[str, str]], content: bytes
+    ) -> ScriptedResponse:
+        """Record one request and pop the answer for it (used by both transports)."""
+        self.requests.append(ScriptedRequest.build(method, path, headers, content))
+        request_id = f"req_scripted_{len(self.requests)}"
+        if not self._queue:
+            answer: Answer = HTTPErrorAnswer(
+                status=500,
+                headers={"x-should-retry": "false"},
+                body={
+                    "type": "error",
+                    "error": {
+                        "type": "api_error",
+                        "message": (
+                            f"ScriptedModel: the script is exhausted; request"
+                            f" {len(self.requests)} ({method} {path}) has no answer"
+                        ),
+                    },
+                    "request_id": request_id,
+                },
+            )
+        else:
+            answer = self._queue.popleft()
+        if isinstance(answer, HTTPErrorAnswer):
+            headers_out = _merge_headers(
+                {"content-type": "application/json", "request-id": request_id}, answer.headers
+            )
+            body = answer.render_body(request_id)
+            return ScriptedResponse(
+                status=answer.status,
+                headers=headers_out,
+                plan=StreamPlan(chunks=((0.0, body),) if body else ()),
+                delay=answer.delay,
+            )
+        headers_out = _merge_headers(
+            {
+                "content-type": "text/event-stream; charset=utf-8",
+                "cache-control": "no-cache",
+                "request-id": request_id,
+            },
+            answer.headers,
+        )
+        return ScriptedResponse(status=200, headers=headers_out, plan=plan_stream(answer))
+
+    def _stream_opened(self) -> None:
+        self._open_streams += 1
+
+    def _stream_closed(self) -> None:
+        self._open_streams -= 1
+
+
+@final
+class _PlanStream(httpx.AsyncByteStream):
+    """A response body that sleeps and yields as its plan says.
+
+    A plain async iterator rather than an async generator, so an abandoned body
+    needs no finalizer.
+    """
+
+    def __init__(self, model: ScriptedModel, plan: StreamPlan, request: httpx.Request) -> None:
+        self._model = model
+        self._plan = plan
+        self._schedule = plan.schedule()
+        self._start = trio.current_time()
+        self._request = request
+        self._next = 0
+        self._sent = 0
+        self._closed = False
+        self._disconnected = False
+        model._stream_opened()  # pyright: ignore[reportPrivateUsage]
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._closed:
+            raise httpx.StreamClosed()
+        schedule = self._schedule
+        while self._next < len(schedule):
+            at, data = schedule[self._next]
+            self._next += 1
+            await trio.sleep_until(self._start + at)
+            if data:
+                self._sent += len(data)
+                return data
+        await trio.lowlevel.checkpoint()
+        if self._plan.disconnect and not self._disconnected:
+            self._disconnected = True
+            raise httpx.ReadError(
+                f"scripted disconnect after byte {self._sent}", request=self._request
+            )
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._model._stream_closed()  # pyright: ignore[reportPrivateUsage]
+        await trio.lowlevel.checkpoint()
+
+
+@final
+class _ScriptedTransport(httpx.AsyncBaseTransport):
+    def __init__(self, model: ScriptedModel) -> None:
+        self._model = model
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        content = await request.aread()
+        response = self._model.respond(
+            request.method,
+            request.url.raw_path.decode("ascii").split("?", 1)[0],
+            [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw],
+            content,
+        )
+        if response.delay > 0:
+            await trio.sleep(response.delay)
+        else:
+            await trio.lowlevel.checkpoint()
+        return httpx.Response(
+            response.status,
+            headers=list(response.headers),
+            stream=_PlanStream(self._model, response.plan, request),
+            request=request,
+        )

@@ -1,0 +1,312 @@
+"""Rendering a scripted answer as Messages API server-sent events (pure, sync).
+
+Three steps, each a plain function: the answer's raw event dicts
+(:func:`answer_events`), their SSE bytes (:func:`encode_event`), and the plan of
+``(delay, bytes)`` chunks a server sends once timing and faults are applied
+(:func:`plan_stream`). The transports only sleep and write what the plan says.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from .._messages import (
+    ContentBlock,
+    RedactedThinkingBlock,
+    ServerToolUseBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    _plain,  # pyright: ignore[reportPrivateUsage]
+)
+from ._answers import ScriptedAnswer, Timing
+
+__all__ = [
+    "StreamPlan",
+    "answer_events",
+    "content_delta_count",
+    "encode_event",
+    "error_event",
+    "plan_stream",
+    "render_events",
+    "render_sse",
+]
+
+BOM = b"\xef\xbb\xbf"
+
+
+def _dumps(value: Any) -> str:
+    # Compact like the API, and non-ASCII kept raw so byte splits land inside UTF-8.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _tool_json(block: ToolUseBlock | ServerToolUseBlock) -> str:
+    if isinstance(block, ToolUseBlock) and block.invalid_input is not None:
+        return block.invalid_input
+    if not block.input:
+        return ""
+    return _dumps(_plain(block.input))
+
+
+def _block_deltas(block: ContentBlock, timing: Timing) -> list[dict[str, Any]]:
+    """The ``delta`` objects of one block's ``content_block_delta`` events."""
+    if isinstance(block, TextBlock):
+        deltas: list[dict[str, Any]] = [
+            {"type": "text_delta", "text": piece}
+            for piece in _chunks(block.text, timing.text_chunk_size)
+        ]
+        deltas.extend(
+            {"type": "citations_delta", "citation": _plain(c)} for c in block.citations or ()
+        )
+        return deltas
+    if isinstance(block, ThinkingBlock):
+        deltas = [
+            {"type": "thinking_delta", "thinking": piece}
+            for piece in _chunks(block.thinking, timing.text_chunk_size)
+        ]
+        if block.signature:
+            deltas.append({"type": "signature_delta", "signature": block.signature})
+        return deltas
+    if isinstance(block, ToolUseBlock | ServerToolUseBlock):
+        # The API sends one empty partial_json for a tool without arguments.
+        pieces = _chunks(_tool_json(block), timing.json_chunk_size) or [""]
+        return [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
+    return []
+
+
+def _block_start(block: ContentBlock) -> dict[str, Any]:
+    """The ``content_block`` of a ``content_block_start``: the block with empty fields."""
+    if isinstance(block, TextBlock):
+        start: dict[str, Any] = {"type": "text", "text": ""}
+        if block.citations is not None:
+            start["citations"] = []
+        return start
+    if isinstance(block, ThinkingBlock):
+        return {"type": "thinking", "thinking": "", "signature": ""}
+    if isinstance(block, ToolUseBlock | ServerToolUseBlock):
+        return {"type": block.type, "id": block.id, "name": block.name, "input": {}}
+    if isinstance(block, RedactedThinkingBlock):
+        return block.to_api()
+    # Opaque and other blocks arrive whole in their start event.
+    return block.to_api()
+
+
+def content_delta_count(answer: ScriptedAnswer) -> int:
+    """How many ``content_block_delta`` events the answer streams."""
+    return sum(len(_block_deltas(b, answer.timing)) for b in answer.blocks)
+
+
+def answer_events(answer: ScriptedAnswer) -> list[dict[str, Any]]:
+    """The raw event dicts of *answer*, ``message_start`` ... ``message_stop``.
+
+    Pings are interleaved as ``answer.timing.ping_every`` says; faults are not applied.
+    """
+    usage = answer.resolved_usage.to_api()
+    start_usage = {**usage, "output_tokens": min(1, answer.resolved_usage.output_tokens)}
+    message: dict[str, Any] = {
+        "id": answer.resolved_id,
+        "type": "message",
+        "role": "assistant",
+        "model": answer.model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": start_usage,
+    }
+    message.update(_plain(answer.extra))
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
+    for index, block in enumerate(answer.blocks):
+        events.append(
+            {"type": "content_block_start", "index": index, "content_block": _block_start(block)}
+        )
+        events.extend(
+            {"type": "content_block_delta", "index": index, "delta": delta}
+            for delta in _block_deltas(block, answer.timing)
+        )
+        events.append({"type": "content_block_stop", "index": index})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {
+                "stop_reason": answer.resolved_stop_reason,
+                "stop_sequence": answer.stop_sequence,
+            },
+            "usage": {"output_tokens": answer.resolved_usage.output_tokens},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return _with_pings(events, answer.timing.ping_every)
+
+
+def _with_pings(events: list[dict[str, Any]], every: int | None) -> list[dict[str, Any]]:
+    if every is None:
+        return events
+    out: list[dict[str, Any]] = []
+    for i, event in enumerate(events, start=1):
+        out.append(event)
+        if i % every == 0 and i < len(events):
+            out.append({"type": "ping"})
+    return out
+
+
+def error_event(error_type: str = "overloaded_error", message: str | None = None) -> dict[str, Any]:
+    """An in-stream ``error`` event, as the API sends it before closing the stream."""
+    if message is None:
+        message = {
+            "overloaded_error": "Overloaded",
+            "api_error": "Internal server error",
+            "rate_limit_error": "Rate limited",
+        }.get(error_type, error_type.replace("_", " ").capitalize())
+    return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+def encode_event(event: Mapping[str, Any], line_ending: str = "\n") -> bytes:
+    """One event as SSE bytes: ``event: <type>``, ``data: <json>``, a blank line."""
+    name = event.get("type")
+    if not isinstance(name, str):
+        raise ValueError(f"an event needs a string 'type': {event!r}")
+    le = line_ending
+    return f"event: {name}{le}data: {_dumps(_plain(event))}{le}{le}".encode()
+
+
+def render_events(
+    events: Iterable[Mapping[str, Any]], *, line_ending: str = "\n", bom: bool = False
+) -> bytes:
+    """Several events as one SSE byte string."""
+    body = b"".join(encode_event(e, line_ending) for e in events)
+    return BOM + body if bom else body
+
+
+@attrs.frozen
+class StreamPlan:
+    """What a server sends for one answer.
+
+    Attributes:
+        chunks: ``(delay, data)`` pairs: sleep *delay* seconds, then send *data*.
+        disconnect: Drop the connection after the last chunk instead of ending cleanly.
+    """
+
+    chunks: tuple[tuple[float, bytes], ...]
+    disconnect: bool = False
+
+    @property
+    def data(self) -> bytes:
+        """All the bytes, joined."""
+        return b"".join(data for _, data in self.chunks)
+
+    def schedule(self) -> list[tuple[float, bytes]]:
+        """``(at, data)`` pairs: seconds from the start, summed exactly, rounded once.
+
+        Servers send on this schedule, not after relative sleeps, so long streams do
+        not drift and a slow reader gets what was sent meanwhile at once, as over TCP.
+        """
+        total = Fraction(0)
+        out: list[tuple[float, bytes]] = []
+        for delay, data in self.chunks:
+            if delay:
+                total += Fraction(delay)
+            out.append((float(total), data))
+        return out
+
+
+_EVENT_DELAYS = {
+    "message_start": "first_event_delay",
+    "content_block_start": "block_delay",
+    "content_block_delta": "token_delay",
+}
+
+
+def _faulted_events(answer: ScriptedAnswer) -> list[dict[str, Any]]:
+    faults = answer.faults
+    events = answer.events()
+    if faults.truncate and events and events[-1]["type"] == "message_stop":
+        events = events[:-1]
+    if faults.error_event_after is not None:
+        events = [*events[: faults.error_event_after + 1], error_event(faults.error_type)]
+    return events
+
+
+def _segments(answer: ScriptedAnswer) -> list[tuple[float, bytes]]:
+    """One ``(delay, bytes)`` segment per event sent, stall pings included."""
+    timing, faults = answer.timing, answer.faults
+    segments: list[tuple[float, bytes]] = []
+    events = _faulted_events(answer)
+    for i, event in enumerate([*events, None]):
+        delay = 0.0
+        if event is not None:
+            attr = _EVENT_DELAYS.get(event["type"])
+            delay = getattr(timing, attr) if attr else 0.0
+        if i == faults.stall_before_event:
+            stall = faults.stall_seconds
+            if faults.pings_only_for is not None:
+                ping = encode_event({"type": "ping"}, faults.line_ending)
+                step = faults.pings_only_for
+                count = 0
+                # A small tolerance so that 3.0 / 0.1 gives 30 pings, not 29.
+                while (count + 1) * step <= stall + 1e-9:
+                    segments.append((step, ping))
+                    count += 1
+                stall = max(0.0, stall - count * step)
+            delay += stall
+        if event is not None:
+            segments.append((delay, encode_event(event, faults.line_ending)))
+        elif delay > 0:
+            segments.append((delay, b""))  # a stall before the end of the stream
+    if faults.bom:
+        if segments:
+            segments[0] = (segments[0][0], BOM + segments[0][1])
+        else:
+            segments.append((0.0, BOM))
+    return segments
+
+
+def plan_stream(answer: ScriptedAnswer) -> StreamPlan:
+    """The chunks to send for *answer*, with its timing and faults applied.
+
+    Without ``split_at`` / ``chunk_size`` each event is one chunk. With them, the stream
+    is cut exactly there (events may share a chunk), and also wherever a delay starts,
+    since bytes cannot be sent before they exist.
+    """
+    faults = answer.faults
+    segments = _segments(answer)
+    stream = b"".join(data for _, data in segments)
+    end = len(stream)
+    if faults.disconnect_after_byte is not None:
+        end = min(end, faults.disconnect_after_byte)
+    explicit = bool(faults.split_at) or faults.chunk_size is not None
+
+    delays: dict[int, float] = {}
+    cuts: set[int] = set()
+    offset = 0
+    for delay, data in segments:
+        if delay > 0 or not explicit:
+            cuts.add(offset)
+        delays[offset] = delays.get(offset, 0.0) + delay
+        offset += len(data)
+    cuts.update(faults.split_at)
+    if faults.chunk_size is not None:
+        cuts.update(range(0, end, faults.chunk_size))
+    bounds = [0, *sorted(c for c in cuts if 0 < c < end), end]
+    # Every delayed segment starts at a cut, so a chunk's delay is the one at its start.
+    chunks = [(delays.get(a, 0.0), stream[a:b]) for a, b in itertools.pairwise(bounds) if a < b]
+    if faults.disconnect_after_byte is None:
+        # A stall before the end of the stream: a delay with nothing after it.
+        tail = sum(d for off, d in delays.items() if off >= end)
+        if tail > 0:
+            chunks.append((tail, b""))
+    return StreamPlan(chunks=tuple(chunks), disconnect=faults.disconnect_after_byte is not None)
+
+
+def render_sse(answer: ScriptedAnswer) -> bytes:
+    """The exact bytes a client receives for *answer*, faults included."""
+    return plan_stream(answer).data

@@ -1,0 +1,51 @@
+"""Built-in tools: Read, Write, Edit, Glob, Grep, Bash and WebFetch.
+
+The file tools are confined to a :class:`Workspace`; every path the model gives is
+resolved (symlinks included) and must stay inside its root.
+
+Example::
+
+    ws = Workspace(project_dir)
+    tools = default_tools(ws)
+    async with trio_agent.open_tool_executor(tools, ...) as executor:
+        ...
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from .._tools import Tool
+from ._bash import Bash as Bash
+from ._edit import Edit as Edit
+from ._glob import Glob as Glob
+from ._grep import Grep as Grep
+from ._read import Read as Read
+from ._webfetch import WebFetch as WebFetch
+from ._workspace import Workspace as Workspace
+from ._write import Write as Write
+
+__all__ = [
+    "Bash",
+    "Edit",
+    "Glob",
+    "Grep",
+    "Read",
+    "WebFetch",
+    "Workspace",
+    "Write",
+    "default_tools",
+]
+
+
+def default_tools(ws: Workspace, *, http_client: httpx.AsyncClient | None = None) -> list[Tool]:
+    """Every built-in tool with its default settings, the file tools rooted in *ws*."""
+    return [
+        Read(ws),
+        Write(ws),
+        Edit(ws),
+        Glob(ws),
+        Grep(ws),
+        Bash(ws),
+        WebFetch(http_client=http_client),
+    ]

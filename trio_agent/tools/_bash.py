@@ -1,0 +1,288 @@
+"""The Bash tool: run a shell command in its own process group.
+
+The command is passed as one argument to ``/bin/bash -c``: the runtime never puts
+it inside another shell string. stdout and stderr are merged and reported line by
+line as progress. Whatever ends the run (exit, timeout, cancellation), the whole
+process group is stopped, SIGTERM then SIGKILL, under a shield: no orphans.
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import trio
+
+from .._tools import Tool, ToolContext, ToolOutput
+from ._workspace import Workspace
+
+__all__ = ["Bash", "OutputBuffer"]
+
+BASH = "/bin/bash"
+#: Environment variables not passed to commands by default: the model must not be
+#: able to print the runtime's credentials into the conversation.
+SECRET_VARIABLES = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"})
+#: Longest timeout the model may ask for, in seconds.
+MAX_TIMEOUT = 600.0
+#: How long SIGTERM has to work before SIGKILL.
+KILL_GRACE = 0.5
+#: How long to wait for the end of output once the group is stopped (a process that
+#: left the group with ``setsid`` may hold the pipe open).
+DRAIN_TIMEOUT = 1.0
+
+_CHUNK = 65536
+
+_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "minLength": 1, "description": "The bash command."},
+        "timeout": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": MAX_TIMEOUT,
+            "description": "Timeout in seconds.",
+        },
+        "description": {"type": "string", "description": "What the command does, briefly."},
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+
+class OutputBuffer:
+    """Merged output: each complete line goes to *report*, the last *limit*
+    characters are kept.
+
+    Memory stays O(limit) whatever the command prints; a line longer than *limit*
+    is reported in pieces of *limit* characters.
+    """
+
+    def __init__(self, limit: int, report: Callable[[str], None]) -> None:
+        self._limit = limit
+        self._report = report
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._partial: list[str] = []
+        self._partial_size = 0
+        self._kept: list[str] = []
+        self._kept_size = 0
+        #: Characters dropped from the front to respect the limit.
+        self.dropped = 0
+
+    def feed(self, data: bytes | bytearray) -> None:
+        """Take the next bytes of output."""
+        self._take(self._decoder.decode(data))
+
+    def close(self) -> None:
+        """The output has ended: report the last, unterminated line."""
+        self._take(self._decoder.decode(b"", final=True))
+        if self._partial:
+            self._line("".join(self._partial))
+            self._partial.clear()
+
+    def text(self) -> str:
+        """The kept tail of the output, with a note on what was dropped."""
+        kept = "".join(self._kept)
+        dropped = self.dropped
+        if len(kept) > self._limit:
+            dropped += len(kept) - self._limit
+            kept = kept[len(kept) - self._limit :]
+        if dropped:
+            return f"[... {dropped} characters of earlier output dropped ...]\n{kept}"
+        return kept
+
+    def _take(self, text: str) -> None:
+        if not text:
+            return
+        self._kept.append(text)
+        self._kept_size += len(text)
+        if self._kept_size > 2 * self._limit:
+            # Amortized: the tail is rebuilt only once the buffer has doubled.
+            kept = "".join(self._kept)
+            cut = len(kept) - self._limit
+            self.dropped += cut
+            self._kept = [kept[cut:]]
+            self._kept_size = self._limit
+        *lines, rest = text.split("\n")
+        if lines:
+            self._line("".join(self._partial) + lines[0])
+            for line in lines[1:]:
+                self._line(line)
+            self._partial = []
+            self._partial_size = 0
+        if rest:
+            self._partial.append(rest)
+            self._partial_size += len(rest)
+            if self._partial_size > self._limit:
+                # Report whole pieces now; keep 1..limit characters for the next data.
+                joined = "".join(self._partial)
+                keep = (len(joined) - 1) // self._limit * self._limit
+                self._pieces(joined[:keep])
+                self._partial = [joined[keep:]]
+                self._partial_size = len(joined) - keep
+
+    def _line(self, line: str) -> None:
+        line = line.removesuffix("\r")
+        if line:
+            self._pieces(line)
+        else:
+            self._report(line)
+
+    def _pieces(self, text: str) -> None:
+        for start in range(0, len(text), self._limit):
+            self._report(text[start : start + self._limit])
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send *sig* to the group; False if it no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class _ProcessGroup:
+    """The command's process group (``start_new_session``: its id is bash's pid)."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        self._stopped = False
+
+    async def stop(self) -> None:
+        """SIGTERM the group, give bash *KILL_GRACE* to exit, SIGKILL whatever is
+        left, and reap bash. Idempotent: once stopped, the group id is never
+        signalled again (it could be reused)."""
+        if not self._stopped:
+            pgid = self.process.pid
+            if _signal_group(pgid, signal.SIGTERM) and self.process.returncode is None:
+                with trio.move_on_after(KILL_GRACE):
+                    await self.process.wait()
+            _signal_group(pgid, signal.SIGKILL)
+            self._stopped = True
+        await self.process.wait()
+
+
+async def _pump(stdout: trio.abc.ReceiveStream, output: OutputBuffer, eof: trio.Event) -> None:
+    while data := await stdout.receive_some(_CHUNK):
+        output.feed(data)
+    output.close()
+    eof.set()
+
+
+async def _supervise(
+    group: _ProcessGroup, stdout: trio.abc.ReceiveStream, output: OutputBuffer
+) -> None:
+    eof = trio.Event()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_pump, stdout, output, eof)
+        await group.process.wait()
+        # bash has exited, but background jobs it started may still run (and hold
+        # the pipe): they are stopped too, so that nothing outlives the tool.
+        await group.stop()
+        with trio.move_on_after(DRAIN_TIMEOUT):
+            await eof.wait()
+        nursery.cancel_scope.cancel()
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _environment(env: Mapping[str, str] | None) -> dict[str, str]:
+    if env is not None:
+        return dict(env)
+    return {k: v for k, v in os.environ.items() if k not in SECRET_VARIABLES}
+
+
+def Bash(
+    ws: Workspace,
+    *,
+    timeout: float = 120.0,
+    output_limit: int = 30_000,
+    env: Mapping[str, str] | None = None,
+) -> Tool:
+    """The Bash tool: ``{command, timeout?, description?}``.
+
+    Runs ``/bin/bash -c command`` in the workspace root, in a new session (its own
+    process group), with stdin from ``/dev/null`` and stderr merged into stdout.
+    Each output line is reported with ``ctx.progress(line)``; the result keeps the
+    last *output_limit* characters. Exit 0 gives the output; a non-zero exit, a
+    signal or the timeout give an error result with the tail of the output. On any
+    end (cancellation included) the process group gets SIGTERM, then SIGKILL.
+
+    Bash is not confined to the workspace (only its working directory is): it
+    must run only with permission. *env* is the commands' whole environment; by
+    default the runtime's own, without ``ANTHROPIC_API_KEY`` and
+    ``ANTHROPIC_AUTH_TOKEN``.
+
+    Its error cancels sibling tools; a user interrupt cancels it.
+    """
+    if not (timeout > 0 and math.isfinite(timeout)):
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if output_limit < 1:
+        raise ValueError(f"output_limit must be positive, not {output_limit!r}")
+
+    async def run(input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+        command: str = input["command"]
+        seconds = float(input.get("timeout", timeout))
+        output = OutputBuffer(output_limit, ctx.progress)
+        try:
+            process = await trio.lowlevel.open_process(
+                [BASH, "-c", command],
+                cwd=ws.root,
+                env=_environment(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the command
+            return ToolOutput(f"cannot start bash: {exc}", is_error=True)
+        stdout = process.stdout
+        assert stdout is not None
+        group = _ProcessGroup(process)
+        try:
+            with trio.move_on_after(seconds) as deadline:
+                await _supervise(group, stdout, output)
+        finally:
+            # Also on cancellation: stopping the group must not be cancelled itself.
+            with trio.move_on_after(KILL_GRACE + DRAIN_TIMEOUT, shield=True):
+                try:
+                    await group.stop()
+                finally:
+                    await stdout.aclose()  # closes before its checkpoint
+        if deadline.cancelled_caught:
+            return ToolOutput(
+                f"Command timed out after {seconds:g} seconds; its process group was "
+                f"killed.\n{output.text()}",
+                is_error=True,
+            )
+        code = process.returncode
+        assert code is not None
+        if code != 0:
+            return ToolOutput(
+                f"Command failed: {_describe_exit(code)}\n{output.text()}", is_error=True
+            )
+        return ToolOutput(output.text() or "(no output)")
+
+    return Tool(
+        "Bash",
+        "Run a bash command in the workspace directory. stdout and stderr are merged; "
+        f"long output keeps its last {output_limit} characters; the default timeout is "
+        f"{timeout:g} seconds.",
+        _SCHEMA,
+        run,
+        concurrency_safe=False,
+        interrupt_behavior="cancel",
+        cancels_siblings_on_error=True,
+    )
