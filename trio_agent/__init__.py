@@ -4,6 +4,7 @@ under Trio's structured concurrency."""
 from ._accumulate import AccumulatorStatistics as AccumulatorStatistics
 from ._accumulate import MessageAccumulator as MessageAccumulator
 from ._accumulate import StreamLimits as StreamLimits
+from ._client import AnthropicClient as AnthropicClient
 from ._exceptions import APIConnectionError as APIConnectionError
 from ._exceptions import APIError as APIError
 from ._exceptions import APIStatusError as APIStatusError
@@ -28,6 +29,8 @@ from ._exceptions import ToolDefinitionError as ToolDefinitionError
 from ._exceptions import TranscriptError as TranscriptError
 from ._exceptions import TrioAgentError as TrioAgentError
 from ._exceptions import WorkspaceError as WorkspaceError
+from ._executor import ToolExecutor as ToolExecutor
+from ._executor import open_tool_executor as open_tool_executor
 from ._messages import AssistantMessage as AssistantMessage
 from ._messages import ContentBlock as ContentBlock
 from ._messages import Message as Message
@@ -47,7 +50,18 @@ from ._permissions import CanUseTool as CanUseTool
 from ._permissions import Deny as Deny
 from ._permissions import PermissionDecision as PermissionDecision
 from ._permissions import Reject as Reject
+from ._results import AbortReason as AbortReason
+from ._results import ExecutorStatistics as ExecutorStatistics
+from ._results import ToolFinished as ToolFinished
+from ._results import ToolProgress as ToolProgress
+from ._results import ToolResult as ToolResult
 from ._retry import RetryPolicy as RetryPolicy
+from ._rules import PermissionRuleError as PermissionRuleError
+from ._rules import PermissionRules as PermissionRules
+from ._stream import StreamEvent as StreamEvent
+from ._stream import StreamItem as StreamItem
+from ._stream import StreamResult as StreamResult
+from ._stream import StreamStatistics as StreamStatistics
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import ToolOutput as ToolOutput
@@ -60,8 +74,10 @@ __all__ = [
     "APIError",
     "APIStatusError",
     "APITimeoutError",
+    "AbortReason",
     "AccumulatorStatistics",
     "Allow",
+    "AnthropicClient",
     "AssistantMessage",
     "AuthenticationError",
     "CanUseTool",
@@ -69,6 +85,7 @@ __all__ = [
     "ContentBlock",
     "Deny",
     "ExecutorClosedError",
+    "ExecutorStatistics",
     "InternalServerError",
     "InvalidRequestError",
     "Message",
@@ -78,6 +95,8 @@ __all__ = [
     "OverloadedError",
     "PermissionDecision",
     "PermissionDeniedError",
+    "PermissionRuleError",
+    "PermissionRules",
     "PromptTooLongError",
     "RateLimitError",
     "RedactedThinkingBlock",
@@ -86,17 +105,25 @@ __all__ = [
     "RetryPolicy",
     "ServerToolUseBlock",
     "StreamError",
+    "StreamEvent",
     "StreamIdleTimeoutError",
+    "StreamItem",
     "StreamLimitError",
     "StreamLimits",
     "StreamProtocolError",
+    "StreamResult",
+    "StreamStatistics",
     "StreamTruncatedError",
     "TextBlock",
     "ThinkingBlock",
     "Tool",
     "ToolContext",
     "ToolDefinitionError",
+    "ToolExecutor",
+    "ToolFinished",
     "ToolOutput",
+    "ToolProgress",
+    "ToolResult",
     "ToolResultBlock",
     "ToolUseBlock",
     "TranscriptError",
@@ -106,5 +133,6 @@ __all__ = [
     "WorkspaceError",
     "block_from_api",
     "message_from_api",
+    "open_tool_executor",
     "tool",
 ]

@@ -167,11 +167,19 @@ class MessageAccumulator:
         Raises:
             StreamProtocolError: no ``message_start`` was fed yet.
         """
+        return self.message_for(*(b.snapshot() for b in self._blocks))
+
+    def message_for(self, *blocks: ContentBlock) -> AssistantMessage:
+        """The message so far (id, model, usage...) holding just *blocks*.
+
+        Cheap (independent of the number of blocks so far); the client uses it to hand
+        out each finished block as a message of its own, as ``claude.ts`` does.
+        """
         if self._base is None:
             raise StreamProtocolError("no message_start was received yet")
         return attrs.evolve(
             self._base,
-            content=tuple(b.snapshot() for b in self._blocks),
+            content=blocks,
             stop_reason=self._stop_reason,
             stop_sequence=self._stop_sequence,
             usage=self._usage,

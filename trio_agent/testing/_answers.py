@@ -75,7 +75,8 @@ class Faults:
     byte positions count the bytes of the rendered stream (BOM included).
 
     Attributes:
-        stall_before_event: Index of the event a stall delays.
+        stall_before_event: Index of the event a stall delays (past the last event:
+            the end of the stream).
         stall_seconds: How long the stall lasts.
         pings_only_for: During the stall, send a ``ping`` every this many seconds
             (bytes flow but no content: a stall, not an idle connection).

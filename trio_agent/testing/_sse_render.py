@@ -241,12 +241,16 @@ def _segments(answer: ScriptedAnswer) -> list[tuple[float, bytes]]:
     timing, faults = answer.timing, answer.faults
     segments: list[tuple[float, bytes]] = []
     events = _faulted_events(answer)
+    # A stall past the last event delays the end of the stream.
+    stall_at = None
+    if faults.stall_before_event is not None:
+        stall_at = min(faults.stall_before_event, len(events))
     for i, event in enumerate([*events, None]):
         delay = 0.0
         if event is not None:
             attr = _EVENT_DELAYS.get(event["type"])
             delay = getattr(timing, attr) if attr else 0.0
-        if i == faults.stall_before_event:
+        if i == stall_at:
             stall = faults.stall_seconds
             if faults.pings_only_for is not None:
                 ping = encode_event({"type": "ping"}, faults.line_ending)

@@ -268,9 +268,13 @@ def _deltas(draw: st.DrawFn, block: ContentBlock) -> list[dict[str, Any]]:
         deltas: list[dict[str, Any]] = [
             {"type": "text_delta", "text": p} for p in _pieces(draw, block.text)
         ]
-        for citation in block.citations or ():
-            position = draw(st.integers(0, len(deltas)))
-            deltas.insert(position, {"type": "citations_delta", "citation": _plain(citation)})
+        # Citations go anywhere among the text deltas, in their own order.
+        citations = list(block.citations or ())
+        positions = sorted(draw(st.integers(0, len(deltas))) for _ in citations)
+        for shift, (position, citation) in enumerate(zip(positions, citations, strict=True)):
+            deltas.insert(
+                position + shift, {"type": "citations_delta", "citation": _plain(citation)}
+            )
         return deltas
     if isinstance(block, ThinkingBlock):
         deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(draw, block.thinking)]

@@ -1,0 +1,406 @@
+"""AnthropicClient: the Messages API over httpx + httpx-sse, streamed safely under Trio.
+
+Example::
+
+    client = trio_agent.AnthropicClient()  # reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL
+    async with client.stream(model="claude-sonnet-4-5", max_tokens=1024,
+                             messages=[trio_agent.UserMessage("Hi")]) as items:
+        async for item in items:
+            if isinstance(item, trio_agent.StreamEvent) and item.text_delta:
+                print(item.text_delta, end="")
+            elif isinstance(item, trio_agent.StreamResult):
+                print(item.message.stop_reason, item.ttft)
+
+The stream is a ``@trio.as_safe_channel``: the response is read, and always closed,
+inside the task that opened it. Items before the first content event are held back,
+so a retry (an HTTP error, an in-stream ``overloaded_error``...) is invisible to the
+consumer; once content was handed out, errors are raised, never retried.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any, final
+
+import httpx
+import trio
+from httpx_sse import EventSource, ServerSentEvent, aconnect_sse
+
+from ._accumulate import MessageAccumulator, StreamLimits
+from ._errors_http import RETRYABLE_ERROR_TYPES, error_from_response
+from ._exceptions import (
+    APIConnectionError,
+    APIStatusError,
+    APITimeoutError,
+    StreamIdleTimeoutError,
+    StreamProtocolError,
+    StreamTruncatedError,
+    excerpt,
+)
+from ._messages import AssistantMessage, UserMessage
+from ._retry import RetryPolicy
+from ._sse import ResponseReader, SSEParser
+from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics
+from ._tools import Tool
+from ._watchdog import StallMeter
+
+__all__ = ["DEFAULT_BASE_URL", "AnthropicClient"]
+
+logger = logging.getLogger("trio_agent.client")
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+#: The most bytes of an error body that are read (the rest is not needed).
+_MAX_ERROR_BODY = 1024 * 1024
+#: How long closing a response may take when the stream was cancelled.
+_CLOSE_TIMEOUT = 5.0
+_CONTENT_EVENTS = frozenset({"content_block_start", "content_block_delta", "content_block_stop"})
+
+
+def _message_param(message: Any) -> dict[str, Any]:
+    if isinstance(message, (UserMessage, AssistantMessage)):
+        return message.to_param()
+    if isinstance(message, Mapping):
+        return dict(message)  # pyright: ignore[reportUnknownArgumentType]
+    raise TypeError(f"a message must be a UserMessage, AssistantMessage or dict, not {message!r}")
+
+
+def _tool_param(tool: Any) -> dict[str, Any]:
+    if isinstance(tool, Tool):
+        return tool.to_api()
+    if isinstance(tool, Mapping):
+        return dict(tool)  # pyright: ignore[reportUnknownArgumentType]
+    raise TypeError(f"a tool must be a Tool or dict, not {tool!r}")
+
+
+def _retryable(exc: Exception, policy: RetryPolicy) -> bool:
+    if isinstance(exc, (APIConnectionError, StreamIdleTimeoutError)):
+        return True
+    if isinstance(exc, APIStatusError):
+        if exc.status_code is None:  # an in-stream error event
+            return exc.error_type in RETRYABLE_ERROR_TYPES
+        return policy.should_retry(exc.status_code, exc.headers)
+    return False
+
+
+@final
+class AnthropicClient:
+    """A streaming client for the Anthropic Messages API.
+
+    Args:
+        api_key: sent as ``x-api-key``; defaults to ``$ANTHROPIC_API_KEY``. Never shown
+            in a repr, log line or exception.
+        base_url: defaults to ``$ANTHROPIC_BASE_URL``, else ``https://api.anthropic.com``.
+        http_client: an ``httpx.AsyncClient`` to use (and not close), e.g. for connection
+            pooling or a custom transport; by default each stream opens its own.
+        retry: when and how long to wait before retrying.
+        idle_timeout: seconds without any byte (pings included) before an attempt is
+            abandoned with :class:`StreamIdleTimeoutError` (or :class:`APITimeoutError`
+            while waiting for the response headers).
+        stall_timeout: gaps longer than this between non-ping events are counted and
+            timed as stalls in :class:`StreamStatistics`.
+        connect_timeout: the TCP/TLS connect timeout of the client this class opens.
+        limits: bounds on event size, tool input size and block count.
+        default_headers: extra request headers (e.g. ``anthropic-beta``).
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        idle_timeout: float = 90.0,
+        stall_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        limits: StreamLimits | None = None,
+        default_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if idle_timeout <= 0 or stall_timeout <= 0 or connect_timeout <= 0:
+            raise ValueError("timeouts must be positive")
+        self._api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        self.base_url = (
+            base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        ).rstrip("/")
+        self._http_client = http_client
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.idle_timeout = idle_timeout
+        self.stall_timeout = stall_timeout
+        self.connect_timeout = connect_timeout
+        self.limits = limits if limits is not None else StreamLimits()
+        self.default_headers = dict(default_headers or {})
+
+    def __repr__(self) -> str:
+        key = "None" if self._api_key is None else "'<redacted>'"
+        return f"AnthropicClient(base_url={self.base_url!r}, api_key={key})"
+
+    @property
+    def has_api_key(self) -> bool:
+        """Whether an API key is configured (the key itself is never exposed)."""
+        return bool(self._api_key)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": ANTHROPIC_VERSION, **self.default_headers}
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
+
+    @staticmethod
+    def build_request_body(
+        *,
+        model: str,
+        messages: Sequence[UserMessage | AssistantMessage | Mapping[str, Any]],
+        max_tokens: int,
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> dict[str, Any]:
+        """The JSON body of a streaming Messages API request."""
+        body: dict[str, Any] = {
+            "model": model,
+            "max_tokens": max_tokens,
+            "messages": [_message_param(m) for m in messages],
+        }
+        if system is not None:
+            body["system"] = system if isinstance(system, str) else [dict(s) for s in system]
+        if tools:
+            body["tools"] = [_tool_param(t) for t in tools]
+        body.update(params)
+        body["stream"] = True
+        return body
+
+    @trio.as_safe_channel
+    async def stream(
+        self,
+        *,
+        model: str,
+        messages: Sequence[UserMessage | AssistantMessage | Mapping[str, Any]],
+        max_tokens: int,
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        **params: Any,
+    ) -> AsyncGenerator[StreamItem, None]:
+        """Stream one answer: ``async with client.stream(...) as items:``.
+
+        Yields every :class:`StreamEvent` as it arrives; at each ``content_block_stop``
+        an :class:`AssistantMessage` holding just the finished block; and last a
+        :class:`StreamResult` with the whole message, TTFT and statistics.
+
+        Raises:
+            APIStatusError: an HTTP error or in-stream ``error`` event (typed by status
+                or error type), after the retries the policy allows.
+            APIConnectionError: no response, after the retries.
+            StreamIdleTimeoutError: no byte for ``idle_timeout`` seconds.
+            StreamTruncatedError: the stream ended before ``message_stop``.
+            StreamProtocolError: not an SSE response, or an event broke the protocol.
+            StreamLimitError: an event, a tool input or the block count was too big.
+        """
+        body = self.build_request_body(
+            model=model,
+            messages=messages,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            **params,
+        )
+        async with contextlib.AsyncExitStack() as stack:
+            http = self._http_client
+            if http is None:
+                http = await stack.enter_async_context(
+                    httpx.AsyncClient(
+                        timeout=httpx.Timeout(None, connect=self.connect_timeout),
+                    )
+                )
+            started = trio.current_time()
+            retries = 0
+            while True:
+                attempt = _Attempt(self, http, body, started)
+                try:
+                    async with contextlib.AsyncExitStack() as attempt_stack:
+                        await attempt.open(attempt_stack)
+                        while True:
+                            items = await attempt.next_items()
+                            for item in items:
+                                yield item
+                            if attempt.accumulator.stopped:
+                                break
+                    yield attempt.result(retries)
+                    return
+                except Exception as exc:
+                    if (
+                        attempt.handed_out
+                        or retries >= self.retry.max_retries
+                        or not _retryable(exc, self.retry)
+                    ):
+                        raise
+                    headers = exc.headers if isinstance(exc, APIStatusError) else None
+                    delay = self.retry.delay(retries, headers)
+                    retries += 1
+                    logger.info(
+                        "retry %d/%d in %.3fs after %s: %s",
+                        retries,
+                        self.retry.max_retries,
+                        delay,
+                        type(exc).__name__,
+                        exc,
+                    )
+                    await trio.sleep(delay)
+
+
+class _Attempt:
+    """One HTTP request of a stream: open it, then turn its events into items."""
+
+    def __init__(
+        self, client: AnthropicClient, http: httpx.AsyncClient, body: dict[str, Any], started: float
+    ) -> None:
+        self.client = client
+        self.http = http
+        self.body = body
+        self.started = started
+        self.accumulator = MessageAccumulator(client.limits)
+        self.handed_out = False
+        self.buffer: list[StreamItem] = []
+        self.request_id: str | None = None
+        self.ttft: float | None = None
+        self.stall = StallMeter(client.stall_timeout, trio.current_time())
+        self.reader: ResponseReader | None = None
+        self.parser = SSEParser(client.limits.max_event_bytes)
+        self.pending: collections.deque[ServerSentEvent] = collections.deque()
+        self.eof = False
+
+    async def open(self, stack: contextlib.AsyncExitStack) -> None:
+        """Send the request; check the answer; leave its body ready to read."""
+        client = self.client
+        source: EventSource | None = None
+        headers = {**client._headers(), "accept-encoding": "identity"}
+        with trio.move_on_after(client.idle_timeout):
+            try:
+                source = await stack.enter_async_context(
+                    aconnect_sse(
+                        self.http,
+                        "POST",
+                        f"{client.base_url}/v1/messages",
+                        json=self.body,
+                        headers=headers,
+                    )
+                )
+            except httpx.TimeoutException as exc:
+                raise APITimeoutError(f"request timed out: {type(exc).__name__}") from exc
+            except httpx.TransportError as exc:
+                raise APIConnectionError(f"connection failed: {type(exc).__name__}: {exc}") from exc
+        if source is None:
+            raise APITimeoutError(f"no response within idle_timeout={client.idle_timeout}s")
+        response = source.response
+        self.reader = ResponseReader(response)
+        stack.push_async_callback(_close, self.reader)
+        self.request_id = response.headers.get("request-id")
+        if not response.is_success:
+            content = await self._read_some(_MAX_ERROR_BODY)
+            raise error_from_response(
+                response.status_code,
+                content,
+                headers=dict(response.headers),
+                request_id=self.request_id,
+            )
+        content_type = response.headers.get("content-type", "")
+        if "text/event-stream" not in content_type.partition(";")[0].lower():
+            content = await self._read_some(1024)
+            raise StreamProtocolError(
+                f"expected a text/event-stream answer, got {content_type!r}: {excerpt(content)}"
+                + (f" (request id {self.request_id})" if self.request_id else "")
+            )
+        self.stall = StallMeter(client.stall_timeout, trio.current_time())
+
+    async def _read_some(self, limit: int) -> bytes:
+        assert self.reader is not None
+        parts: list[bytes] = []
+        size = 0
+        with trio.move_on_after(self.client.idle_timeout):
+            try:
+                while size < limit and (chunk := await self.reader.read()) is not None:
+                    parts.append(chunk)
+                    size += len(chunk)
+            except httpx.TransportError:
+                pass  # an error body cut short is still worth reporting
+        return b"".join(parts)[:limit]
+
+    async def _next_sse(self) -> ServerSentEvent | None:
+        assert self.reader is not None
+        idle = self.client.idle_timeout
+        while not self.pending:
+            if self.eof:
+                return None
+            chunk: bytes | None = None
+            with trio.move_on_after(idle) as scope:
+                try:
+                    chunk = await self.reader.read()
+                except httpx.TransportError as exc:
+                    raise StreamTruncatedError(
+                        f"the connection broke mid-stream ({type(exc).__name__})"
+                    ) from exc
+            if scope.cancelled_caught:
+                raise StreamIdleTimeoutError(f"no data for {idle}s (idle_timeout)")
+            if chunk is None:
+                self.eof = True
+                self.pending.extend(self.parser.flush())
+            else:
+                self.pending.extend(self.parser.feed(chunk))
+        return self.pending.popleft()
+
+    async def next_items(self) -> list[StreamItem]:
+        """Read events until some items may be handed out; [] never returned."""
+        while True:
+            sse = await self._next_sse()
+            acc = self.accumulator
+            if sse is None:
+                if acc.statistics().events == 0:
+                    raise StreamTruncatedError("the stream ended without any event")
+                raise StreamTruncatedError("the stream ended before message_stop")
+            event = acc.decode(sse.data)
+            etype: str = event["type"]
+            now = trio.current_time()
+            if etype != "ping":
+                self.stall.activity(now)
+            try:
+                done = acc.feed(event)
+            except APIStatusError as exc:
+                exc.request_id = exc.request_id or self.request_id
+                raise
+            items: list[StreamItem] = [StreamEvent(etype, event)]
+            items.extend(acc.message_for(b) for b in done if not isinstance(b, AssistantMessage))
+            if etype in _CONTENT_EVENTS and self.ttft is None:
+                self.ttft = now - self.started
+            if not self.handed_out:
+                self.buffer.extend(items)
+                if etype not in _CONTENT_EVENTS and etype != "message_stop":
+                    continue
+                self.handed_out = True
+                items, self.buffer = self.buffer, []
+            return items
+
+    def result(self, retries: int) -> StreamResult:
+        stats = self.accumulator.statistics()
+        return StreamResult(
+            message=self.accumulator.message,
+            ttft=self.ttft,
+            statistics=StreamStatistics(
+                events=stats.events,
+                pings=stats.pings,
+                ignored=stats.ignored,
+                stalls=self.stall.stalls,
+                stall_time=self.stall.stall_time,
+                retries=retries,
+            ),
+            request_id=self.request_id,
+        )
+
+
+async def _close(reader: ResponseReader) -> None:
+    # Runs on the way out, also when cancelled: shielded, with a bound.
+    with trio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+        await reader.aclose()

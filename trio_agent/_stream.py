@@ -1,0 +1,78 @@
+"""What a streaming call yields: raw events, finished blocks, and a final result."""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import attrs
+
+from ._messages import AssistantMessage
+
+__all__ = ["StreamEvent", "StreamItem", "StreamResult", "StreamStatistics"]
+
+
+@attrs.frozen
+class StreamEvent:
+    """One server-sent event, decoded, as it arrived (for a UI: text deltas live).
+
+    Attributes:
+        type: the event's JSON ``type`` (``message_start``, ``content_block_delta``...).
+        data: the whole decoded event JSON (treat it as read-only).
+    """
+
+    type: str
+    data: dict[str, Any]
+
+    @property
+    def text_delta(self) -> str | None:
+        """The text of a ``text_delta`` event, else None (a convenience for UIs)."""
+        if self.type != "content_block_delta":
+            return None
+        delta = self.data.get("delta")
+        if isinstance(delta, dict) and delta.get("type") == "text_delta":  # pyright: ignore[reportUnknownMemberType]
+            text = delta.get("text")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            return text if isinstance(text, str) else None
+        return None
+
+
+@attrs.frozen
+class StreamStatistics:
+    """What happened while streaming one answer (the successful attempt).
+
+    Attributes:
+        events: events received, pings and ignored ones included.
+        pings: ``ping`` events.
+        ignored: events and deltas of unknown type.
+        stalls: gaps longer than the stall threshold between events (pings excluded).
+        stall_time: the total length of those gaps, in seconds.
+        retries: attempts that failed and were retried before this one.
+    """
+
+    events: int = 0
+    pings: int = 0
+    ignored: int = 0
+    stalls: int = 0
+    stall_time: float = 0.0
+    retries: int = 0
+
+
+@attrs.frozen
+class StreamResult:
+    """The last item of a stream: the whole final message and how it went.
+
+    Attributes:
+        message: the complete message (stop_reason, stop_sequence, usage included).
+        ttft: seconds from the call to the first content event (time to first token),
+            retries included; None if the message had no content.
+        statistics: counts of events, pings, stalls and retries.
+        request_id: the API's ``request-id`` header, if it sent one.
+    """
+
+    message: AssistantMessage
+    ttft: float | None
+    statistics: StreamStatistics
+    request_id: str | None = None
+
+
+#: Everything ``AnthropicClient.stream()`` yields.
+StreamItem: TypeAlias = StreamEvent | AssistantMessage | StreamResult
