@@ -138,7 +138,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--repeat", type=int, metavar="N", help="repeats (default 5, quick 1)")
     serve = sub.add_parser("serve", help=argparse.SUPPRESS)
     serve.add_argument("--port", type=int, default=0)
+    child = sub.add_parser("scale-child", help=argparse.SUPPRESS)
+    child.add_argument("child_args", nargs=3)
     args = parser.parse_args(argv)
+    if args.command == "scale-child":
+        from ._scale import child_main
+
+        return child_main(args.child_args)
     if args.command == "list":
         for bench in _registry():
             print(f"{bench.name:24} {bench.description}")

@@ -26,7 +26,15 @@ from . import _peers
 from ._cli import Benchmark, Config
 from ._ideal import IdealCall, ideal_schedule
 from ._report import Series, Timeline
-from ._scenarios import SCENARIOS, TOOL_SCHEMAS, Scenario, is_safe, make_corpus, real_work, result_text
+from ._scenarios import (
+    SCENARIOS,
+    TOOL_SCHEMAS,
+    Scenario,
+    is_safe,
+    make_corpus,
+    real_work,
+    result_text,
+)
 
 MODEL = "claude-scripted"
 PROMPT = "Please do the task."
@@ -43,7 +51,8 @@ def server_url(config: Config) -> str:
             [sys.executable, "-m", "benchmarks", "serve"], cwd=root,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )
-        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout is not None
+        assert proc.stdin is not None
         url = proc.stdout.readline().strip()
         if not url.startswith("http://"):
             proc.kill()
@@ -164,7 +173,7 @@ async def turn_streaming(client: Any, tools: list[Any], trace: Trace) -> None:
             async with open_tool_executor(tools, turn_scope=turn) as executor, \
                     trio.open_nursery() as nursery:
 
-                async def collect(executor: Any = executor) -> None:
+                async def collect(executor: Any = executor, results: list[Any] = results) -> None:
                     async for result in executor.results:
                         trace.delivered[result.tool_use_id] = trace.now()
                         results.append(result)
@@ -194,7 +203,7 @@ async def turn_after_stream(client: Any, tools: list[Any], trace: Trace, paralle
             break
         blocks: dict[str, Any] = {}
 
-        async def run_one(block: Any) -> None:
+        async def run_one(block: Any, blocks: dict[str, Any] = blocks) -> None:
             tool = by_name[block.name]
             out = await tool.run(block.input, ToolContext(block.id, block.name))
             trace.delivered[block.id] = trace.now()
@@ -206,7 +215,7 @@ async def turn_after_stream(client: Any, tools: list[Any], trace: Trace, paralle
                 await run_one(block)
         else:
             batch: list[Any] = []
-            for i, block in enumerate(uses + [None]):
+            for i, block in enumerate([*uses, None]):
                 if block is not None and is_safe(block.name, block.input):
                     batch.append(block)
                     continue
@@ -309,8 +318,9 @@ def bench_scenario(scenario: Scenario) -> Callable[[Config], list[Series]]:
         sdk_eager = row("sdk tool_runner eager", sdk_missing)
         pyd = row("pydantic-ai", _peers.pydantic_ai_missing())
         last: Trace | None = None
-        # Warm up once (imports, connection set-up), untimed.
-        run_trio(turn_streaming, base, root)
+        if not config.quick:
+            # Warm up once (imports, first connections), untimed.
+            run_trio(turn_streaming, base, root)
         for _ in range(config.repeat):
             last = run_trio(turn_streaming, base, root)
             ours.samples.append(last.end)

@@ -69,7 +69,8 @@ def _time_sdk(events: list[dict[str, Any]]) -> float:
     for event in sdk_events:
         snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=json_bufs)
     elapsed = time.perf_counter() - t0
-    assert snapshot is not None and snapshot.stop_reason is not None
+    assert snapshot is not None
+    assert snapshot.stop_reason is not None
     return elapsed
 
 
@@ -112,3 +113,36 @@ BENCHMARKS: list[Benchmark] = [
     Benchmark("accumulator", "MessageAccumulator vs the SDK's accumulate_event", bench_accumulator),
 ]
 
+
+
+def _needs(attr: str, bench: Callable[[Config], list[Series]], title: str) -> Callable[[Config], list[Series]]:
+    """Run *bench* if ``trio_agent.<attr>`` exists, else report it skipped."""
+
+    def run(config: Config) -> list[Series]:
+        import trio_agent
+
+        if not hasattr(trio_agent, attr):
+            return [Series(title, "trio_agent", "-", "-", skipped=f"trio_agent.{attr} not merged yet")]
+        return bench(config)
+
+    return run
+
+
+def _late() -> list[Benchmark]:
+    from . import _micro2, _scale
+
+    return [
+        Benchmark("dispatch", "10,000 no-op tools: executor vs bare Trio nursery",
+                  _needs("open_tool_executor", _micro2.bench_dispatch, "dispatch")),
+        Benchmark("pipeline", "client (SSE+accumulate+channel) vs bare httpx-sse + json.loads",
+                  _needs("AnthropicClient", _micro2.bench_pipeline, "pipeline")),
+        Benchmark("cancellation", "1,000 running siblings cancelled by one cascading error",
+                  _needs("open_tool_executor", _micro2.bench_cancellation, "cancellation")),
+        Benchmark("progress", "progress latency p50/p99, 100 tools reporting every ms",
+                  _needs("open_tool_executor", _micro2.bench_progress, "progress")),
+        Benchmark("scale", "1,000 concurrent agents on the loopback server: time, RSS",
+                  _needs("open_tool_executor", _scale.bench_scale, "scale")),
+    ]
+
+
+BENCHMARKS += _late()

@@ -140,7 +140,7 @@ def text_table(series: Sequence[Series]) -> str:
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     notes = [f"* {s.benchmark} / {s.contestant}: {s.note}" for s in series if s.note]
-    return "\n".join(lines + ([""] + notes if notes else []))
+    return "\n".join(lines + (["", *notes] if notes else []))
 
 
 def markdown_table(series: Sequence[Series]) -> str:

@@ -44,11 +44,12 @@ class Router:
         parts = path.strip("/").split("/")
         body = request.body if isinstance(request.body, dict) else {}
         try:
-            assert parts[0] == "s" and parts[3:] == ["v1", "messages"], path
+            if parts[0] != "s" or parts[3:] != ["v1", "messages"]:
+                raise ValueError(f"unknown path {path}")
             script = self._answers(parts[1], float(parts[2]))
             turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
             answer = script[min(turn, len(script) - 1)]
-        except (AssertionError, KeyError, IndexError, ValueError) as exc:
+        except (KeyError, IndexError, ValueError) as exc:
             answer = HTTPErrorAnswer(status=404, headers={"x-should-retry": "false"},
                                      body={"type": "error", "error": {
                                          "type": "not_found_error", "message": repr(exc)}})
