@@ -80,8 +80,10 @@ def _run(args: argparse.Namespace) -> int:
     names: Sequence[str] = args.names or list(registry)
     unknown = [n for n in names if n not in registry]
     if unknown:
-        print(f"unknown benchmark(s): {', '.join(unknown)}; see `python -m benchmarks list`",
-              file=sys.stderr)
+        print(
+            f"unknown benchmark(s): {', '.join(unknown)}; see `python -m benchmarks list`",
+            file=sys.stderr,
+        )
         return 2
     repeat = args.repeat if args.repeat is not None else (1 if args.quick else 5)
     if repeat < 1:
@@ -95,16 +97,23 @@ def _run(args: argparse.Namespace) -> int:
         for n, name in enumerate(names, 1):
             bench = registry[name]
             t0 = time.perf_counter()
-            print(f"[{n}/{len(names)}] {name}: {bench.description} ...", file=sys.stderr, flush=True)
+            print(
+                f"[{n}/{len(names)}] {name}: {bench.description} ...", file=sys.stderr, flush=True
+            )
             try:
                 series = bench.run(config)
             except Exception as exc:  # one broken benchmark must not hide the others
                 failures += 1
                 traceback.print_exc(file=sys.stderr)
-                series = [Series(name, "-", "-", "-", skipped=f"failed: {type(exc).__name__}: {exc}")]
+                series = [
+                    Series(name, "-", "-", "-", skipped=f"failed: {type(exc).__name__}: {exc}")
+                ]
             results.extend(series)
-            print(f"[{n}/{len(names)}] {name}: done in {time.perf_counter() - t0:.1f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[{n}/{len(names)}] {name}: done in {time.perf_counter() - t0:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
     finally:
         for closer in config.resources.get("closers", []):
             closer()

@@ -48,8 +48,11 @@ def server_url(config: Config) -> str:
     if "server" not in config.resources:
         root = Path(__file__).resolve().parent.parent
         proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks", "serve"], cwd=root,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            [sys.executable, "-m", "benchmarks", "serve"],
+            cwd=root,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert proc.stdout is not None
         assert proc.stdin is not None
@@ -126,7 +129,10 @@ def trio_tools(root: Path, trace_of: Callable[[], Trace]) -> list[Any]:
 
         spec = TOOL_SCHEMAS[name]
         return Tool(
-            name, spec["description"], spec["input_schema"], run,
+            name,
+            spec["description"],
+            spec["input_schema"],
+            run,
             concurrency_safe=partial(is_safe, name),
             interrupt_behavior="cancel" if name == "Bash" else "block",
             cancels_siblings_on_error=name == "Bash",
@@ -141,8 +147,13 @@ def _note_block(trace: Trace, block: Any) -> None:
     trace.inputs[block.id] = block.input
 
 
-async def _streamed(client: Any, messages: list[Any], tools: list[Any], trace: Trace,
-                    on_tool: Callable[[Any], None] | None) -> Any:
+async def _streamed(
+    client: Any,
+    messages: list[Any],
+    tools: list[Any],
+    trace: Trace,
+    on_tool: Callable[[Any], None] | None,
+) -> Any:
     """One model call on trio_agent's client; returns the whole message."""
     from trio_agent import AssistantMessage, StreamResult
 
@@ -170,8 +181,10 @@ async def turn_streaming(client: Any, tools: list[Any], trace: Trace) -> None:
     while True:
         results: list[Any] = []
         with trio.CancelScope() as turn:
-            async with open_tool_executor(tools, turn_scope=turn) as executor, \
-                    trio.open_nursery() as nursery:
+            async with (
+                open_tool_executor(tools, turn_scope=turn) as executor,
+                trio.open_nursery() as nursery,
+            ):
 
                 async def collect(executor: Any = executor, results: list[Any] = results) -> None:
                     async for result in executor.results:
@@ -241,8 +254,12 @@ def run_trio(turn: Callable[..., Any], base_url: str, root: Path, **kw: Any) -> 
 
         tools = trio_tools(root, lambda: holder[0])
         async with httpx.AsyncClient(timeout=httpx.Timeout(60.0)) as http:
-            client = AnthropicClient(api_key="bench", base_url=base_url, http_client=http,
-                                     retry=RetryPolicy(max_retries=0))
+            client = AnthropicClient(
+                api_key="bench",
+                base_url=base_url,
+                http_client=http,
+                retry=RetryPolicy(max_retries=0),
+            )
             holder.append(Trace())
             await turn(client, tools, holder[0], **kw)
 
@@ -261,8 +278,15 @@ def ideal_turn(trace: Trace, scenario: Scenario) -> tuple[float, str]:
             duration = trace.ended[tid] - trace.started[tid]
         else:
             duration = float(tool_input.get("ms", 0)) / 1000
-        calls.append(IdealCall(tid, arrive, duration, is_safe(name, tool_input),
-                               cascades=bool(tool_input.get("fail")) and name == "Bash"))
+        calls.append(
+            IdealCall(
+                tid,
+                arrive,
+                duration,
+                is_safe(name, tool_input),
+                cascades=bool(tool_input.get("fail")) and name == "Bash",
+            )
+        )
     schedule, source = ideal_schedule(calls)
     first_stream_end = trace.calls[0][1]
     tools_end = max((end for _, end in schedule.values()), default=0.0)
@@ -275,20 +299,30 @@ def timeline(title: str, trace: Trace, scenario: Scenario) -> Timeline:
     tl = Timeline(title)
     for start, end in trace.calls:
         tl.span("model stream", "stream", start, end)
-    calls = [IdealCall(tid, t, (float(trace.inputs[tid].get("ms", 0)) / 1000)
-                       if not trace.inputs[tid].get("real")
-                       else trace.ended[tid] - trace.started[tid],
-                       is_safe(trace.names[tid], trace.inputs[tid]),
-                       bool(trace.inputs[tid].get("fail")))
-             for tid, t in sorted(trace.block_done.items(), key=lambda kv: kv[1])]
+    calls = [
+        IdealCall(
+            tid,
+            t,
+            (float(trace.inputs[tid].get("ms", 0)) / 1000)
+            if not trace.inputs[tid].get("real")
+            else trace.ended[tid] - trace.started[tid],
+            is_safe(trace.names[tid], trace.inputs[tid]),
+            bool(trace.inputs[tid].get("fail")),
+        )
+        for tid, t in sorted(trace.block_done.items(), key=lambda kv: kv[1])
+    ]
     ideal, _ = ideal_schedule(calls)
     for n, (tid, done) in enumerate(sorted(trace.block_done.items(), key=lambda kv: kv[1]), 1):
         row = f"{n:02} {trace.names[tid]}"
         tl.mark(row, "block", done)
         if tid in trace.started:
             tl.span(row, "queued", done, trace.started[tid])
-            tl.span(row, "cancelled" if tid in trace.cancelled else "executing",
-                    trace.started[tid], trace.ended[tid])
+            tl.span(
+                row,
+                "cancelled" if tid in trace.cancelled else "executing",
+                trace.started[tid],
+                trace.ended[tid],
+            )
         if tid in trace.delivered:
             tl.mark(row, "delivered", trace.delivered[tid])
         if tid in ideal:
@@ -306,8 +340,14 @@ def bench_scenario(scenario: Scenario) -> Callable[[Config], list[Series]]:
         subject = "trio_agent"
 
         def row(contestant: str, skipped: str | None = None) -> Series:
-            return Series(name, contestant, metric, "s",
-                          subject=None if contestant == subject else subject, skipped=skipped)
+            return Series(
+                name,
+                contestant,
+                metric,
+                "s",
+                subject=None if contestant == subject else subject,
+                skipped=skipped,
+            )
 
         ours = row(subject)
         ideal = row("ideal")
@@ -335,11 +375,14 @@ def bench_scenario(scenario: Scenario) -> Callable[[Config], list[Series]]:
             if pyd.skipped is None:
                 pyd.samples.append(_peers.pydantic_ai_turn(base, root))
         assert last is not None
-        config.timelines.append(timeline(f"{name}: {scenario.description} (trio_agent)",
-                                         last, scenario))
+        config.timelines.append(
+            timeline(f"{name}: {scenario.description} (trio_agent)", last, scenario)
+        )
         if scenario.name == "bash_cascade":
-            ours.note = ("trio_agent cancels the failing Bash's siblings (by design); the "
-                         "others run every call to the end")
+            ours.note = (
+                "trio_agent cancels the failing Bash's siblings (by design); the "
+                "others run every call to the end"
+            )
         return [ours, ideal, seq, par, sdk, sdk_eager, pyd]
 
     return run

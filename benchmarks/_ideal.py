@@ -25,7 +25,9 @@ class IdealCall:
     cascades: bool = False  # fails, and its failure cancels the siblings
 
 
-def own_schedule(calls: Sequence[IdealCall], max_concurrency: int = 10) -> dict[str, tuple[float, float]]:
+def own_schedule(
+    calls: Sequence[IdealCall], max_concurrency: int = 10
+) -> dict[str, tuple[float, float]]:
     """Each call's (start, end) under the executor's rules, with zero overhead."""
     pending = list(calls)
     running: dict[str, tuple[IdealCall, float]] = {}  # id -> (call, end)
@@ -80,7 +82,9 @@ def ideal_schedule(calls: Sequence[IdealCall]) -> tuple[dict[str, tuple[float, f
     return _with_reference(reference_schedule, calls)
 
 
-def _with_reference(reference_schedule: object, calls: Sequence[IdealCall]) -> tuple[dict[str, tuple[float, float]], str]:
+def _with_reference(
+    reference_schedule: object, calls: Sequence[IdealCall]
+) -> tuple[dict[str, tuple[float, float]], str]:
     # Adapted when the reference model lands; until its signature is known, fall back.
     del reference_schedule
     return own_schedule(calls), "benchmarks' own schedule (reference_schedule adapter pending)"

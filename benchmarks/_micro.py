@@ -90,22 +90,34 @@ def bench_accumulator(config: Config) -> list[Series]:
     per_byte: dict[str, list[float]] = {}
     for metric, events in cases:
         ours = Series(name, "trio_agent", metric, "ms")
-        sdk = Series(name, "sdk accumulate_event", metric, "ms", subject="trio_agent",
-                     skipped=sdk_error)
+        sdk = Series(
+            name, "sdk accumulate_event", metric, "ms", subject="trio_agent", skipped=sdk_error
+        )
         for _ in range(repeat):
             ours.samples.append(_time_ours(events) * 1e3)
             if sdk_error is None:
                 sdk.samples.append(_time_sdk(events) * 1e3)
         out += [ours, sdk]
         if metric.startswith("tool input"):
-            size = sum(len(e["delta"]["partial_json"]) for e in events
-                       if e["type"] == "content_block_delta")
+            size = sum(
+                len(e["delta"]["partial_json"])
+                for e in events
+                if e["type"] == "content_block_delta"
+            )
             per_byte[metric] = [ms * 1e6 / size for ms in ours.samples]
     # Linearity: time per input byte at 2k deltas vs 8k deltas (flat = linear).
     first = f"tool input {tool_sizes[0] // 1000}k deltas"
     for metric, samples in per_byte.items():
-        out.append(Series(name, f"trio_agent {metric}", "tool input ns/byte", "ns/byte",
-                          samples, subject=f"trio_agent {first}" if metric != first else None))
+        out.append(
+            Series(
+                name,
+                f"trio_agent {metric}",
+                "tool input ns/byte",
+                "ns/byte",
+                samples,
+                subject=f"trio_agent {first}" if metric != first else None,
+            )
+        )
     return out
 
 
@@ -114,15 +126,18 @@ BENCHMARKS: list[Benchmark] = [
 ]
 
 
-
-def _needs(attr: str, bench: Callable[[Config], list[Series]], title: str) -> Callable[[Config], list[Series]]:
+def _needs(
+    attr: str, bench: Callable[[Config], list[Series]], title: str
+) -> Callable[[Config], list[Series]]:
     """Run *bench* if ``trio_agent.<attr>`` exists, else report it skipped."""
 
     def run(config: Config) -> list[Series]:
         import trio_agent
 
         if not hasattr(trio_agent, attr):
-            return [Series(title, "trio_agent", "-", "-", skipped=f"trio_agent.{attr} not merged yet")]
+            return [
+                Series(title, "trio_agent", "-", "-", skipped=f"trio_agent.{attr} not merged yet")
+            ]
         return bench(config)
 
     return run
@@ -132,16 +147,31 @@ def _late() -> list[Benchmark]:
     from . import _micro2, _scale
 
     return [
-        Benchmark("dispatch", "10,000 no-op tools: executor vs bare Trio nursery",
-                  _needs("open_tool_executor", _micro2.bench_dispatch, "dispatch")),
-        Benchmark("pipeline", "client (SSE+accumulate+channel) vs bare httpx-sse + json.loads",
-                  _needs("AnthropicClient", _micro2.bench_pipeline, "pipeline")),
-        Benchmark("cancellation", "1,000 running siblings cancelled by one cascading error",
-                  _needs("open_tool_executor", _micro2.bench_cancellation, "cancellation")),
-        Benchmark("progress", "progress latency p50/p99, 100 tools reporting every ms",
-                  _needs("open_tool_executor", _micro2.bench_progress, "progress")),
-        Benchmark("scale", "1,000 concurrent agents on the loopback server: time, RSS",
-                  _needs("open_tool_executor", _scale.bench_scale, "scale")),
+        Benchmark(
+            "dispatch",
+            "10,000 no-op tools: executor vs bare Trio nursery",
+            _needs("open_tool_executor", _micro2.bench_dispatch, "dispatch"),
+        ),
+        Benchmark(
+            "pipeline",
+            "client (SSE+accumulate+channel) vs bare httpx-sse + json.loads",
+            _needs("AnthropicClient", _micro2.bench_pipeline, "pipeline"),
+        ),
+        Benchmark(
+            "cancellation",
+            "1,000 running siblings cancelled by one cascading error",
+            _needs("open_tool_executor", _micro2.bench_cancellation, "cancellation"),
+        ),
+        Benchmark(
+            "progress",
+            "progress latency p50/p99, 100 tools reporting every ms",
+            _needs("open_tool_executor", _micro2.bench_progress, "progress"),
+        ),
+        Benchmark(
+            "scale",
+            "1,000 concurrent agents on the loopback server: time, RSS",
+            _needs("open_tool_executor", _scale.bench_scale, "scale"),
+        ),
     ]
 
 

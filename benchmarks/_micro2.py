@@ -18,8 +18,14 @@ from ._report import Series
 def _tool(name: str, run: Any, *, safe: bool = True, cascade: bool = False) -> Any:
     from trio_agent import Tool
 
-    return Tool(name, name, {"type": "object"}, run, concurrency_safe=safe,
-                cancels_siblings_on_error=cascade)
+    return Tool(
+        name,
+        name,
+        {"type": "object"},
+        run,
+        concurrency_safe=safe,
+        cancels_siblings_on_error=cascade,
+    )
 
 
 def _blocks(n: int, name: str) -> list[Any]:
@@ -78,10 +84,10 @@ def bench_dispatch(config: Any) -> list[Series]:
     n = 2_000 if config.quick else 10_000
     name, metric = "dispatch", f"us per no-op tool (N={n})"
     ours = Series(name, "trio_agent executor (max_concurrency=N)", metric, "us")
-    ours10 = Series(name, "trio_agent executor (max_concurrency=10)", metric, "us",
-                    subject=ours.contestant)
-    bare = Series(name, "bare trio nursery + memory channel", metric, "us",
-                  subject=ours.contestant)
+    ours10 = Series(
+        name, "trio_agent executor (max_concurrency=10)", metric, "us", subject=ours.contestant
+    )
+    bare = Series(name, "bare trio nursery + memory channel", metric, "us", subject=ours.contestant)
     for _ in range(max(config.repeat, 3)):
         ours.samples.append(trio.run(_executor_dispatch, n, n) / n * 1e6)
         ours10.samples.append(trio.run(_executor_dispatch, n, 10) / n * 1e6)
@@ -98,8 +104,11 @@ def _pipeline_answer(quick: bool) -> Any:
 
     text = "The quick brown fox jumps. " * (400 if quick else 2_000)
     blocks = [TextBlock(text), ToolUseBlock("toolu_1", "Write", {"content": "x" * 20_000})]
-    return ScriptedAnswer(blocks=blocks, timing=Timing(text_chunk_size=4, json_chunk_size=16),
-                          faults=Faults(chunk_size=65_536))
+    return ScriptedAnswer(
+        blocks=blocks,
+        timing=Timing(text_chunk_size=4, json_chunk_size=16),
+        faults=Faults(chunk_size=65_536),
+    )
 
 
 async def _pipeline_ours(answer: Any, runs: int) -> list[float]:
@@ -115,8 +124,9 @@ async def _pipeline_ours(answer: Any, runs: int) -> list[float]:
         for _ in range(runs):
             t0 = time.perf_counter()
             result = None
-            async with client.stream(model="m", messages=[{"role": "user", "content": "go"}],
-                                     max_tokens=1024) as items:
+            async with client.stream(
+                model="m", messages=[{"role": "user", "content": "go"}], max_tokens=1024
+            ) as items:
                 async for item in items:
                     if isinstance(item, StreamResult):
                         result = item
@@ -134,8 +144,12 @@ async def _pipeline_bare(answer: Any, runs: int) -> list[float]:
 
     model = ScriptedModel([answer] * runs)
     out = []
-    body = {"model": "m", "messages": [{"role": "user", "content": "go"}], "max_tokens": 1024,
-            "stream": True}
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "go"}],
+        "max_tokens": 1024,
+        "stream": True,
+    }
     async with httpx.AsyncClient(transport=model.transport(), base_url="http://test") as http:
         for _ in range(runs):
             t0 = time.perf_counter()
@@ -292,9 +306,16 @@ def bench_progress(config: Any) -> list[Series]:
         rows = {}
         for q, label in ((0.5, "p50"), (0.99, "p99")):
             metric = f"{label} latency ctx.progress -> consumer ({tools_n} tools, every ms)"
-            rows[q] = (Series(name, "trio_agent executor.progress", metric, "us"),
-                       Series(name, "bare trio memory channel", metric, "us",
-                              subject="trio_agent executor.progress"))
+            rows[q] = (
+                Series(name, "trio_agent executor.progress", metric, "us"),
+                Series(
+                    name,
+                    "bare trio memory channel",
+                    metric,
+                    "us",
+                    subject="trio_agent executor.progress",
+                ),
+            )
         for _ in range(max(config.repeat, 3)):
             ours = trio.run(_executor_progress, tools_n, reports)
             bare = trio.run(_bare_progress, tools_n, reports)

@@ -54,14 +54,22 @@ async def _sdk_turn(base_url: str, root: Path, eager: bool) -> float:
     from anthropic.lib.tools import beta_async_tool
 
     tools = [
-        beta_async_tool(_tool_body(name, root), name=name, description=spec["description"],
-                        input_schema=spec["input_schema"])
+        beta_async_tool(
+            _tool_body(name, root),
+            name=name,
+            description=spec["description"],
+            input_schema=spec["input_schema"],
+        )
         for name, spec in TOOL_SCHEMAS.items()
     ]
     async with AsyncAnthropic(api_key="bench", base_url=base_url, max_retries=0) as client:
         t0 = time.perf_counter()
         runner = client.beta.messages.tool_runner(
-            model=MODEL, max_tokens=1024, tools=tools, stream=True, thread=False,
+            model=MODEL,
+            max_tokens=1024,
+            tools=tools,
+            stream=True,
+            thread=False,
             run_tools_eagerly=eager,
             messages=[{"role": "user", "content": PROMPT}],
         )
@@ -85,10 +93,14 @@ async def _pydantic_ai_turn(base_url: str, root: Path) -> float:
     client = AsyncAnthropic(api_key="bench", base_url=base_url, max_retries=0)
     model = AnthropicModel(MODEL, provider=AnthropicProvider(anthropic_client=client))
     tools = [
-        Tool.from_schema(_tool_body(name, root), name=name, description=spec["description"],
-                         json_schema=spec["input_schema"],
-                         # Write (and non-read-only Bash) run alone, like trio_agent's unsafe tools.
-                         sequential=name == "Write")
+        Tool.from_schema(
+            _tool_body(name, root),
+            name=name,
+            description=spec["description"],
+            json_schema=spec["input_schema"],
+            # Write (and non-read-only Bash) run alone, like trio_agent's unsafe tools.
+            sequential=name == "Write",
+        )
         for name, spec in TOOL_SCHEMAS.items()
     ]
     agent = Agent(model, tools=tools)

@@ -106,7 +106,9 @@ def table_rows(series: Sequence[Series]) -> list[list[str]]:
     for s in series:
         r = ratio(s, by_name)
         if s.skipped:
-            rows.append([s.benchmark, s.metric, s.contestant, "skipped: " + s.skipped, "", "", "", ""])
+            rows.append(
+                [s.benchmark, s.metric, s.contestant, "skipped: " + s.skipped, "", "", "", ""]
+            )
             continue
         ratio_text = "" if r is None else f"{s.subject}/this = {r:.3f}"
         rows.append(

@@ -31,8 +31,13 @@ def _child(agents: int, base_url: str, mode: str) -> dict[str, Any]:
     async def main() -> tuple[float, int]:
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
         async with httpx.AsyncClient(timeout=httpx.Timeout(120.0), limits=limits) as http:
-            client = AnthropicClient(api_key="bench", base_url=base_url, http_client=http,
-                                     retry=RetryPolicy(max_retries=0))
+            client = AnthropicClient(
+                api_key="bench",
+                base_url=base_url,
+                http_client=http,
+                retry=RetryPolicy(max_retries=0),
+            )
+
             async def agent(i: int) -> None:
                 trace = Trace()
                 traces.append(trace)
@@ -77,7 +82,11 @@ def _measure(agents: int, base_url: str, mode: str) -> dict[str, Any]:
     root = Path(__file__).resolve().parent.parent
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks", "scale-child", str(agents), base_url, mode],
-        cwd=root, capture_output=True, text=True, timeout=600, check=False,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     if out.returncode != 0:
         raise RuntimeError(f"scale child failed: {out.stderr[-2000:]}")
@@ -90,8 +99,10 @@ def bench_scale(config: Any) -> list[Series]:
     agents = 200 if config.quick else 1_000
     base = f"{server_url(config)}/s/scale/1.0"
     name = "scale"
-    contestants = {"streaming": "trio_agent (streaming executor)",
-                   "after": "after-stream parallel (same client)"}
+    contestants = {
+        "streaming": "trio_agent (streaming executor)",
+        "after": "after-stream parallel (same client)",
+    }
     subject = contestants["streaming"]
     rows: dict[str, dict[str, Series]] = {}
     for mode, who in contestants.items():
@@ -112,7 +123,13 @@ def bench_scale(config: Any) -> list[Series]:
             r["rate"].samples.append(m["turns"] / m["wall"])
             r["peak"].samples.append(m["peak_rss_kb"] / 1024)
             r["per"].samples.append((m["peak_rss_kb"] - m["base_rss_kb"]) / agents)
-    note = ("Session not merged yet: each agent is the streaming loop built from "
-            "AnthropicClient + open_tool_executor (the query loop's per-iteration work)")
+    note = (
+        "Session not merged yet: each agent is the streaming loop built from "
+        "AnthropicClient + open_tool_executor (the query loop's per-iteration work)"
+    )
     rows["streaming"]["wall"].note = note
-    return [s for key in ("wall", "rate", "peak", "per") for s in (rows["streaming"][key], rows["after"][key])]
+    return [
+        s
+        for key in ("wall", "rate", "peak", "per")
+        for s in (rows["streaming"][key], rows["after"][key])
+    ]

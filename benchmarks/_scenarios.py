@@ -21,8 +21,11 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
         "description": "Read a file.",
         "input_schema": {
             "type": "object",
-            "properties": {"path": {"type": "string"}, "ms": {"type": "number"},
-                           "real": {"type": "boolean"}},
+            "properties": {
+                "path": {"type": "string"},
+                "ms": {"type": "number"},
+                "real": {"type": "boolean"},
+            },
             "required": ["path"],
         },
     },
@@ -30,8 +33,11 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
         "description": "Search files for a regular expression.",
         "input_schema": {
             "type": "object",
-            "properties": {"pattern": {"type": "string"}, "ms": {"type": "number"},
-                           "real": {"type": "boolean"}},
+            "properties": {
+                "pattern": {"type": "string"},
+                "ms": {"type": "number"},
+                "real": {"type": "boolean"},
+            },
             "required": ["pattern"],
         },
     },
@@ -39,8 +45,12 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
         "description": "Write a file.",
         "input_schema": {
             "type": "object",
-            "properties": {"path": {"type": "string"}, "content": {"type": "string"},
-                           "ms": {"type": "number"}, "real": {"type": "boolean"}},
+            "properties": {
+                "path": {"type": "string"},
+                "content": {"type": "string"},
+                "ms": {"type": "number"},
+                "real": {"type": "boolean"},
+            },
             "required": ["path"],
         },
     },
@@ -48,8 +58,12 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
         "description": "Run a shell command.",
         "input_schema": {
             "type": "object",
-            "properties": {"command": {"type": "string"}, "ms": {"type": "number"},
-                           "fail": {"type": "boolean"}, "readonly": {"type": "boolean"}},
+            "properties": {
+                "command": {"type": "string"},
+                "ms": {"type": "number"},
+                "fail": {"type": "boolean"},
+                "readonly": {"type": "boolean"},
+            },
             "required": ["command"],
         },
     },
@@ -100,39 +114,79 @@ def _scenarios() -> list[Scenario]:
         Scenario(
             "seed1",
             "seed timeline [Read_1, Read_2, Bash_1, Read_3, Read_4]",
-            (t, _read("a.py", 300), t, _read("b.py", 300), t,
-             Call("Bash", {"command": "mkdir build", "ms": 200}), t,
-             _read("c.py", 300), t, _read("d.py", 300)),
+            (
+                t,
+                _read("a.py", 300),
+                t,
+                _read("b.py", 300),
+                t,
+                Call("Bash", {"command": "mkdir build", "ms": 200}),
+                t,
+                _read("c.py", 300),
+                t,
+                _read("d.py", 300),
+            ),
         ),
         Scenario(
             "seed2",
             "seed timeline [Read, Read, Write, Read]",
-            (t, _read("a.py", 400), _read("b.py", 400), t,
-             Call("Write", {"path": "out.txt", "content": "hello", "ms": 150}), t,
-             _read("c.py", 400)),
+            (
+                t,
+                _read("a.py", 400),
+                _read("b.py", 400),
+                t,
+                Call("Write", {"path": "out.txt", "content": "hello", "ms": 150}),
+                t,
+                _read("c.py", 400),
+            ),
         ),
         Scenario(
             "seed3",
             "seed timeline [Read(a), Read(b), Grep, Write(c)]",
-            (t, _read("a.py", 250), t, _read("b.py", 250), t,
-             Call("Grep", {"pattern": "def ", "ms": 350}), t,
-             Call("Write", {"path": "c.py", "content": "x = 1", "ms": 100})),
+            (
+                t,
+                _read("a.py", 250),
+                t,
+                _read("b.py", 250),
+                t,
+                Call("Grep", {"pattern": "def ", "ms": 350}),
+                t,
+                Call("Write", {"path": "c.py", "content": "x = 1", "ms": 100}),
+            ),
         ),
         Scenario(
             "reads_greps_write",
             "5 reads + 2 greps + 1 write streamed over ~2 s",
-            (t * 2, _read("a.py", 400), t, _read("b.py", 500), t * 2,
-             Call("Grep", {"pattern": "import", "ms": 600}), t, _read("c.py", 300), t * 2,
-             _read("d.py", 400), t, Call("Grep", {"pattern": "class ", "ms": 500}), t * 2,
-             _read("e.py", 300), t,
-             Call("Write", {"path": "summary.md", "content": "done", "ms": 200})),
+            (
+                t * 2,
+                _read("a.py", 400),
+                t,
+                _read("b.py", 500),
+                t * 2,
+                Call("Grep", {"pattern": "import", "ms": 600}),
+                t,
+                _read("c.py", 300),
+                t * 2,
+                _read("d.py", 400),
+                t,
+                Call("Grep", {"pattern": "class ", "ms": 500}),
+                t * 2,
+                _read("e.py", 300),
+                t,
+                Call("Write", {"path": "summary.md", "content": "done", "ms": 200}),
+            ),
         ),
         Scenario(
             "bash_cascade",
             "bash error cascade: a failing Bash cancels its running siblings",
-            (t, Call("Bash", {"command": "sleep 1; ls", "ms": 900, "readonly": True}),
-             Call("Bash", {"command": "false", "ms": 100, "fail": True, "readonly": True}),
-             _read("a.py", 600), _read("b.py", 600), t),
+            (
+                t,
+                Call("Bash", {"command": "sleep 1; ls", "ms": 900, "readonly": True}),
+                Call("Bash", {"command": "false", "ms": 100, "fail": True, "readonly": True}),
+                _read("a.py", 600),
+                _read("b.py", 600),
+                t,
+            ),
         ),
         Scenario(
             "fifty_safe",
@@ -143,18 +197,31 @@ def _scenarios() -> list[Scenario]:
         Scenario(
             "long_text",
             "long text with tools interleaved",
-            (t * 12, _read("a.py", 300), t * 12, Call("Grep", {"pattern": "TODO", "ms": 300}),
-             t * 12, _read("b.py", 300), t * 6),
+            (
+                t * 12,
+                _read("a.py", 300),
+                t * 12,
+                Call("Grep", {"pattern": "TODO", "ms": 300}),
+                t * 12,
+                _read("b.py", 300),
+                t * 6,
+            ),
             token_delay=0.01,
         ),
         Scenario(
             "real_files",
             "reads and greps of real files (durations from real work)",
-            (t, Call("Read", {"path": "big_00.txt", "real": True}), t,
-             Call("Grep", {"pattern": "needle[0-9]+", "real": True}),
-             Call("Read", {"path": "big_01.txt", "real": True}), t,
-             Call("Grep", {"pattern": "^line 1[0-9]{3} ", "real": True}),
-             Call("Read", {"path": "big_02.txt", "real": True}), t),
+            (
+                t,
+                Call("Read", {"path": "big_00.txt", "real": True}),
+                t,
+                Call("Grep", {"pattern": "needle[0-9]+", "real": True}),
+                Call("Read", {"path": "big_01.txt", "real": True}),
+                t,
+                Call("Grep", {"pattern": "^line 1[0-9]{3} ", "real": True}),
+                Call("Read", {"path": "big_02.txt", "real": True}),
+                t,
+            ),
             real=True,
         ),
     ]
@@ -163,8 +230,12 @@ def _scenarios() -> list[Scenario]:
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _scenarios()}
 
 # The scale benchmark: a two-iteration turn, two short safe tools then an answer.
-SCALE = Scenario("scale", "two reads then a final answer", (_read("a.py", 50), _read("b.py", 50)),
-                 token_delay=0.0)
+SCALE = Scenario(
+    "scale",
+    "two reads then a final answer",
+    (_read("a.py", 50), _read("b.py", 50)),
+    token_delay=0.0,
+)
 
 
 def scaled_input(call: Call, scale: float) -> dict[str, Any]:
@@ -186,8 +257,9 @@ def answers(scenario: Scenario, scale: float) -> list[Any]:
             blocks.append(TextBlock(item))
         else:
             n += 1
-            blocks.append(ToolUseBlock(f"toolu_{scenario.name}_{n:03}", item.name,
-                                       scaled_input(item, scale)))
+            blocks.append(
+                ToolUseBlock(f"toolu_{scenario.name}_{n:03}", item.name, scaled_input(item, scale))
+            )
     timing = Timing(
         token_delay=scenario.token_delay * scale,
         block_delay=scenario.block_delay * scale,
@@ -213,7 +285,9 @@ def make_corpus(root: Path, files: int = 24, lines: int = 20_000) -> Path:
         with path.open("w", encoding="utf-8") as f:
             for j in range(lines):
                 extra = f" needle{j}" if j % 997 == 0 else ""
-                f.write(f"line {j} of file {i}: the quick brown fox jumps over the lazy dog{extra}\n")
+                f.write(
+                    f"line {j} of file {i}: the quick brown fox jumps over the lazy dog{extra}\n"
+                )
     return root
 
 
@@ -232,7 +306,8 @@ def real_work(name: str, tool_input: Mapping[str, Any], root: Path) -> str:
         out = root / "scratch"
         out.mkdir(exist_ok=True)
         (out / os.path.basename(str(tool_input["path"]))).write_text(
-            str(tool_input.get("content", "")), encoding="utf-8")
+            str(tool_input.get("content", "")), encoding="utf-8"
+        )
         return "written"
     raise ValueError(f"no real work for {name}")
 

@@ -50,9 +50,11 @@ class Router:
             turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
             answer = script[min(turn, len(script) - 1)]
         except (KeyError, IndexError, ValueError) as exc:
-            answer = HTTPErrorAnswer(status=404, headers={"x-should-retry": "false"},
-                                     body={"type": "error", "error": {
-                                         "type": "not_found_error", "message": repr(exc)}})
+            answer = HTTPErrorAnswer(
+                status=404,
+                headers={"x-should-retry": "false"},
+                body={"type": "error", "error": {"type": "not_found_error", "message": repr(exc)}},
+            )
         else:
             if body.get("stream") is not True:
                 duration = plan_stream(answer).schedule()[-1][0]

@@ -15,21 +15,42 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _names() -> list[str]:
-    out = subprocess.run([sys.executable, "-m", "benchmarks", "list"], cwd=ROOT,
-                         capture_output=True, text=True, check=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "list"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     return [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
 
 
 def test_list_names_every_benchmark() -> None:
     names = _names()
-    for expected in ("accumulator", "dispatch", "pipeline", "cancellation", "progress",
-                     "scale", "e2e.seed1", "e2e.bash_cascade", "e2e.fifty_safe"):
+    for expected in (
+        "accumulator",
+        "dispatch",
+        "pipeline",
+        "cancellation",
+        "progress",
+        "scale",
+        "e2e.seed1",
+        "e2e.bash_cascade",
+        "e2e.fifty_safe",
+    ):
         assert expected in names
 
 
 def test_unknown_benchmark_is_a_usage_error() -> None:
-    out = subprocess.run([sys.executable, "-m", "benchmarks", "run", "no-such-bench"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "run", "no-such-bench"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 2
     assert "unknown benchmark" in out.stderr
 
@@ -38,9 +59,22 @@ def test_unknown_benchmark_is_a_usage_error() -> None:
 def test_quick_run_is_sane(tmp_path: Path) -> None:
     json_path, svg_path = tmp_path / "bench.json", tmp_path / "bench.svg"
     out = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "run", "--quick", "--json", str(json_path),
-         "--svg", str(svg_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "run",
+            "--quick",
+            "--json",
+            str(json_path),
+            "--svg",
+            str(svg_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
     )
     assert out.returncode == 0, out.stderr[-4000:]
     assert "Traceback" not in out.stderr
