@@ -1,0 +1,166 @@
+"""``python -m benchmarks list | run [NAMES...] [--quick] [--json PATH] [--svg PATH] [--repeat N]``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from typing import Any
+
+import attrs
+
+from ._report import Series, Timeline, text_table, to_json, to_svg
+
+
+@attrs.define
+class Config:
+    """What every benchmark is given.
+
+    Attributes:
+        quick: smaller N, fewer repeats, scenarios scaled down in time.
+        repeat: repeats per contestant (the samples of each row).
+        timelines: runs to draw in the SVG; benchmarks append to it.
+    """
+
+    quick: bool
+    repeat: int
+    timelines: list[Timeline] = attrs.field(factory=list[Timeline])
+    resources: dict[str, Any] = attrs.field(factory=dict[str, Any])
+
+
+@attrs.frozen
+class Benchmark:
+    name: str
+    description: str
+    run: Callable[[Config], list[Series]]
+
+
+def _registry() -> list[Benchmark]:
+    from . import _e2e, _micro
+
+    return [*_micro.BENCHMARKS, *_e2e.BENCHMARKS]
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": {
+            name: _version(name)
+            for name in ("trio", "httpx", "httpx-sse", "anthropic", "pydantic-ai-slim", "attrs")
+        },
+    }
+
+
+def _run(args: argparse.Namespace) -> int:
+    registry = {b.name: b for b in _registry()}
+    names: Sequence[str] = args.names or list(registry)
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        print(
+            f"unknown benchmark(s): {', '.join(unknown)}; see `python -m benchmarks list`",
+            file=sys.stderr,
+        )
+        return 2
+    repeat = args.repeat if args.repeat is not None else (1 if args.quick else 5)
+    if repeat < 1:
+        print("--repeat must be >= 1", file=sys.stderr)
+        return 2
+    config = Config(quick=args.quick, repeat=repeat)
+    results: list[Series] = []
+    failures = 0
+    started = time.perf_counter()
+    try:
+        for n, name in enumerate(names, 1):
+            bench = registry[name]
+            t0 = time.perf_counter()
+            print(
+                f"[{n}/{len(names)}] {name}: {bench.description} ...", file=sys.stderr, flush=True
+            )
+            try:
+                series = bench.run(config)
+            except Exception as exc:  # one broken benchmark must not hide the others
+                failures += 1
+                traceback.print_exc(file=sys.stderr)
+                series = [
+                    Series(name, "-", "-", "-", skipped=f"failed: {type(exc).__name__}: {exc}")
+                ]
+            results.extend(series)
+            print(
+                f"[{n}/{len(names)}] {name}: done in {time.perf_counter() - t0:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    finally:
+        for closer in config.resources.get("closers", []):
+            closer()
+    print(text_table(results))
+    meta = {
+        "command": " ".join(["python -m benchmarks", *sys.argv[1:]]),
+        "quick": args.quick,
+        "repeat": repeat,
+        "total_seconds": time.perf_counter() - started,
+        "machine": machine(),
+        "failures": failures,
+    }
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            f.write(to_json(results, meta))
+    if args.svg:
+        with open(args.svg, "w", encoding="utf-8") as f:
+            f.write(to_svg(config.timelines))
+    return 1 if failures else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list the benchmarks")
+    run = sub.add_parser("run", help="run benchmarks (all by default)")
+    run.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
+    run.add_argument("--quick", action="store_true", help="small N, one repeat: under a minute")
+    run.add_argument("--json", metavar="PATH", help="write every sample as JSON")
+    run.add_argument("--svg", metavar="PATH", help="write the end-to-end timelines as SVG")
+    run.add_argument("--repeat", type=int, metavar="N", help="repeats (default 5, quick 1)")
+    serve = sub.add_parser("serve", help=argparse.SUPPRESS)
+    serve.add_argument("--port", type=int, default=0)
+    child = sub.add_parser("scale-child", help=argparse.SUPPRESS)
+    child.add_argument("child_args", nargs=3)
+    args = parser.parse_args(argv)
+    if args.command == "scale-child":
+        from ._scale import child_main
+
+        return child_main(args.child_args)
+    if args.command == "list":
+        for bench in _registry():
+            print(f"{bench.name:24} {bench.description}")
+        return 0
+    if args.command == "serve":
+        from ._server import serve_forever
+
+        serve_forever(args.port)
+        return 0
+    return _run(args)

@@ -1,0 +1,346 @@
+"""Micro-benchmarks of the executor and the client: dispatch, pipeline, cancellation,
+progress latency. Each runs against bare Trio / bare httpx-sse on the same input."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import trio
+import trio.testing
+
+from ._report import Series
+
+
+def _tool(name: str, run: Any, *, safe: bool = True, cascade: bool = False) -> Any:
+    from trio_agent import Tool
+
+    return Tool(
+        name,
+        name,
+        {"type": "object"},
+        run,
+        concurrency_safe=safe,
+        cancels_siblings_on_error=cascade,
+    )
+
+
+def _blocks(n: int, name: str) -> list[Any]:
+    from trio_agent import ToolUseBlock
+
+    return [ToolUseBlock(f"toolu_{i:06}", name, {}) for i in range(n)]
+
+
+# --- dispatch ----------------------------------------------------------------------
+
+
+async def _noop(_input: Mapping[str, Any], _ctx: Any) -> str:
+    return "ok"
+
+
+async def _executor_dispatch(n: int, max_concurrency: int) -> float:
+    from trio_agent import open_tool_executor
+
+    tools = [_tool("noop", _noop)]
+    blocks = _blocks(n, "noop")
+    received = 0
+    t0 = time.perf_counter()
+    async with open_tool_executor(tools, max_concurrency=max_concurrency) as executor:
+        for block in blocks:
+            executor.add_tool(block)
+        executor.finish()
+        async for _result in executor.results:
+            received += 1
+    elapsed = time.perf_counter() - t0
+    assert received == n
+    return elapsed
+
+
+async def _bare_dispatch(n: int) -> float:
+    received = 0
+    t0 = time.perf_counter()
+    send, recv = trio.open_memory_channel[str](math.inf)
+
+    async def task(send: trio.MemorySendChannel[str]) -> None:
+        async with send:
+            await send.send("ok")
+
+    async with trio.open_nursery() as nursery:
+        async with send:
+            for _ in range(n):
+                nursery.start_soon(task, send.clone())
+        async with recv:
+            async for _ in recv:
+                received += 1
+    elapsed = time.perf_counter() - t0
+    assert received == n
+    return elapsed
+
+
+def bench_dispatch(config: Any) -> list[Series]:
+    n = 2_000 if config.quick else 10_000
+    name, metric = "dispatch", f"us per no-op tool (N={n})"
+    ours = Series(name, "trio_agent executor (max_concurrency=N)", metric, "us")
+    ours10 = Series(
+        name, "trio_agent executor (max_concurrency=10)", metric, "us", subject=ours.contestant
+    )
+    bare = Series(name, "bare trio nursery + memory channel", metric, "us", subject=ours.contestant)
+    for _ in range(max(config.repeat, 3)):
+        ours.samples.append(trio.run(_executor_dispatch, n, n) / n * 1e6)
+        ours10.samples.append(trio.run(_executor_dispatch, n, 10) / n * 1e6)
+        bare.samples.append(trio.run(_bare_dispatch, n) / n * 1e6)
+    return [ours, ours10, bare]
+
+
+# --- stream pipeline ----------------------------------------------------------------
+
+
+def _pipeline_answer(quick: bool) -> Any:
+    from trio_agent import TextBlock, ToolUseBlock
+    from trio_agent.testing import Faults, ScriptedAnswer, Timing
+
+    text = "The quick brown fox jumps. " * (400 if quick else 2_000)
+    blocks = [TextBlock(text), ToolUseBlock("toolu_1", "Write", {"content": "x" * 20_000})]
+    return ScriptedAnswer(
+        blocks=blocks,
+        timing=Timing(text_chunk_size=4, json_chunk_size=16),
+        faults=Faults(chunk_size=65_536),
+    )
+
+
+def _prerendered(answer: Any) -> Any:
+    """An in-process transport serving the answer's SSE bytes, rendered once up front
+    (in 64 KiB chunks), so that only the client side is timed."""
+    import httpx
+
+    from trio_agent.testing import render_sse
+
+    data = render_sse(answer)
+    chunks = [data[i : i + 65_536] for i in range(0, len(data), 65_536)]
+
+    class Body(httpx.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            for chunk in chunks:
+                yield chunk
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        await request.aread()
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Body())
+
+    return httpx.MockTransport(handler)
+
+
+async def _pipeline_ours(answer: Any, runs: int) -> list[float]:
+    import httpx
+
+    from trio_agent import AnthropicClient, StreamResult
+
+    out = []
+    transport = _prerendered(answer)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        client = AnthropicClient(api_key="bench", base_url="http://test", http_client=http)
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            result = None
+            async with client.stream(
+                model="m", messages=[{"role": "user", "content": "go"}], max_tokens=1024
+            ) as items:
+                async for item in items:
+                    if isinstance(item, StreamResult):
+                        result = item
+            out.append(time.perf_counter() - t0)
+            assert result is not None
+            assert len(result.message.content) == 2
+    return out
+
+
+async def _pipeline_bare(answer: Any, runs: int) -> list[float]:
+    import httpx
+    from httpx_sse import aconnect_sse
+
+    out = []
+    transport = _prerendered(answer)
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "go"}],
+        "max_tokens": 1024,
+        "stream": True,
+    }
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            events = 0
+            async with aconnect_sse(http, "POST", "/v1/messages", json=body) as source:
+                async for sse in source.aiter_sse():
+                    json.loads(sse.data)
+                    events += 1
+            out.append(time.perf_counter() - t0)
+            assert events > 100
+    return out
+
+
+def bench_pipeline(config: Any) -> list[Series]:
+    answer = _pipeline_answer(config.quick)
+    runs = max(config.repeat, 3)
+    name = "pipeline"
+    deltas = sum(1 for e in answer.events() if e["type"] == "content_block_delta")
+    metric = f"ms per stream ({deltas} deltas)"
+    ours = Series(name, "trio_agent client (SSE + accumulate + channel)", metric, "ms")
+    bare = Series(name, "bare httpx-sse + json.loads", metric, "ms", subject=ours.contestant)
+    ours.samples = [t * 1e3 for t in trio.run(_pipeline_ours, answer, runs)]
+    bare.samples = [t * 1e3 for t in trio.run(_pipeline_bare, answer, runs)]
+    return [ours, bare]
+
+
+# --- cancellation latency ---------------------------------------------------------------
+
+
+async def _executor_cancel(n: int) -> float:
+    from trio_agent import ToolOutput, open_tool_executor
+
+    failed_at: list[float] = []
+
+    async def forever(_input: Mapping[str, Any], _ctx: Any) -> str:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def fail(_input: Mapping[str, Any], _ctx: Any) -> Any:
+        failed_at.append(time.perf_counter())
+        return ToolOutput("exit status 1", is_error=True)
+
+    tools = [_tool("wait", forever), _tool("Bash", fail, cascade=True)]
+    received = 0
+    async with open_tool_executor(tools, max_concurrency=n + 1) as executor:
+        for block in _blocks(n, "wait"):
+            executor.add_tool(block)
+        await trio.testing.wait_all_tasks_blocked()
+        from trio_agent import ToolUseBlock
+
+        executor.add_tool(ToolUseBlock("toolu_fail", "Bash", {}))
+        executor.finish()
+        async for _result in executor.results:
+            received += 1
+        end = time.perf_counter()
+    assert received == n + 1
+    return end - failed_at[0]
+
+
+async def _bare_cancel(n: int) -> float:
+    send, recv = trio.open_memory_channel[str](math.inf)
+    received = 0
+
+    async def waiter(send: trio.MemorySendChannel[str]) -> None:
+        try:
+            await trio.sleep_forever()
+        finally:
+            send.send_nowait("cancelled")
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(n):
+            nursery.start_soon(waiter, send)
+        await trio.testing.wait_all_tasks_blocked()
+        t0 = time.perf_counter()
+        nursery.cancel_scope.cancel()
+    while received < n:
+        recv.receive_nowait()
+        received += 1
+    return time.perf_counter() - t0
+
+
+def bench_cancellation(config: Any) -> list[Series]:
+    n = 1_000
+    name, metric = "cancellation", f"ms until {n} synthetic results received"
+    ours = Series(name, "trio_agent executor (sibling_error cascade)", metric, "ms")
+    bare = Series(name, "bare trio cancel scope", metric, "ms", subject=ours.contestant)
+    for _ in range(max(config.repeat, 3)):
+        ours.samples.append(trio.run(_executor_cancel, n) * 1e3)
+        bare.samples.append(trio.run(_bare_cancel, n) * 1e3)
+    return [ours, bare]
+
+
+# --- progress latency ----------------------------------------------------------------
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _executor_progress(tools_n: int, reports: int) -> list[float]:
+    from trio_agent import ToolProgress, open_tool_executor
+
+    async def reporter(_input: Mapping[str, Any], ctx: Any) -> str:
+        for _ in range(reports):
+            await trio.sleep(0.001)
+            ctx.progress(time.perf_counter())
+        return "ok"
+
+    latencies: list[float] = []
+    async with open_tool_executor([_tool("p", reporter)], max_concurrency=tools_n) as executor:
+        for block in _blocks(tools_n, "p"):
+            executor.add_tool(block)
+        executor.finish()
+
+        async def drain_results() -> None:
+            async for _ in executor.results:
+                pass
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(drain_results)
+            async for item in executor.progress:
+                if isinstance(item, ToolProgress):
+                    latencies.append(time.perf_counter() - item.data)
+    return latencies
+
+
+async def _bare_progress(tools_n: int, reports: int) -> list[float]:
+    send, recv = trio.open_memory_channel[float](math.inf)
+    latencies: list[float] = []
+
+    async def reporter(send: trio.MemorySendChannel[float]) -> None:
+        async with send:
+            for _ in range(reports):
+                await trio.sleep(0.001)
+                send.send_nowait(time.perf_counter())
+
+    async with trio.open_nursery() as nursery:
+        async with send:
+            for _ in range(tools_n):
+                nursery.start_soon(reporter, send.clone())
+        async for stamp in recv:
+            latencies.append(time.perf_counter() - stamp)
+    return latencies
+
+
+def bench_progress(config: Any) -> list[Series]:
+    reports = 50 if config.quick else 200
+    name = "progress"
+    out: list[Series] = []
+    # 100 tools every ms (the issue's load: 100k reports/s, more than one Python core can
+    # schedule) and 10 tools every ms (a load the scheduler keeps up with).
+    for tools_n in (100, 10):
+        rows = {}
+        for q, label in ((0.5, "p50"), (0.99, "p99")):
+            metric = f"{label} latency ctx.progress -> consumer ({tools_n} tools, every ms)"
+            rows[q] = (
+                Series(name, "trio_agent executor.progress", metric, "us"),
+                Series(
+                    name,
+                    "bare trio memory channel",
+                    metric,
+                    "us",
+                    subject="trio_agent executor.progress",
+                ),
+            )
+        for _ in range(max(config.repeat, 3)):
+            ours = trio.run(_executor_progress, tools_n, reports)
+            bare = trio.run(_bare_progress, tools_n, reports)
+            for q, (o, b) in rows.items():
+                o.samples.append(_percentile(ours, q) * 1e6)
+                b.samples.append(_percentile(bare, q) * 1e6)
+        for o, b in rows.values():
+            out += [o, b]
+    return out
