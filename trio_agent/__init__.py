@@ -5,6 +5,7 @@ from ._accumulate import AccumulatorStatistics as AccumulatorStatistics
 from ._accumulate import MessageAccumulator as MessageAccumulator
 from ._accumulate import StreamLimits as StreamLimits
 from ._client import AnthropicClient as AnthropicClient
+from ._control import TurnControl as TurnControl
 from ._exceptions import APIConnectionError as APIConnectionError
 from ._exceptions import APIError as APIError
 from ._exceptions import APIStatusError as APIStatusError
@@ -29,6 +30,12 @@ from ._exceptions import ToolDefinitionError as ToolDefinitionError
 from ._exceptions import TranscriptError as TranscriptError
 from ._exceptions import TrioAgentError as TrioAgentError
 from ._exceptions import WorkspaceError as WorkspaceError
+from ._executor import ToolExecutor as ToolExecutor
+from ._executor import open_tool_executor as open_tool_executor
+from ._loop import Compactor as Compactor
+from ._loop import StopHook as StopHook
+from ._loop import StopHookResult as StopHookResult
+from ._loop import query as query
 from ._messages import AssistantMessage as AssistantMessage
 from ._messages import ContentBlock as ContentBlock
 from ._messages import Message as Message
@@ -48,7 +55,25 @@ from ._permissions import CanUseTool as CanUseTool
 from ._permissions import Deny as Deny
 from ._permissions import PermissionDecision as PermissionDecision
 from ._permissions import Reject as Reject
+from ._results import AbortReason as AbortReason
+from ._results import ExecutorStatistics as ExecutorStatistics
+from ._results import ToolFinished as ToolFinished
+from ._results import ToolProgress as ToolProgress
+from ._results import ToolResult as ToolResult
 from ._retry import RetryPolicy as RetryPolicy
+from ._rules import PermissionRuleError as PermissionRuleError
+from ._rules import PermissionRules as PermissionRules
+from ._state import BlockFinished as BlockFinished
+from ._state import Compacted as Compacted
+from ._state import ModelFallback as ModelFallback
+from ._state import QueryEvent as QueryEvent
+from ._state import State as State
+from ._state import TextDelta as TextDelta
+from ._state import ThinkingDelta as ThinkingDelta
+from ._state import Transition as Transition
+from ._state import TransitionReason as TransitionReason
+from ._state import TurnEnd as TurnEnd
+from ._state import TurnEndReason as TurnEndReason
 from ._stream import StreamEvent as StreamEvent
 from ._stream import StreamItem as StreamItem
 from ._stream import StreamResult as StreamResult
@@ -65,32 +90,44 @@ __all__ = [
     "APIError",
     "APIStatusError",
     "APITimeoutError",
+    "AbortReason",
     "AccumulatorStatistics",
     "Allow",
     "AnthropicClient",
     "AssistantMessage",
     "AuthenticationError",
+    "BlockFinished",
     "CanUseTool",
+    "Compacted",
+    "Compactor",
     "ConflictError",
     "ContentBlock",
     "Deny",
     "ExecutorClosedError",
+    "ExecutorStatistics",
     "InternalServerError",
     "InvalidRequestError",
     "Message",
     "MessageAccumulator",
+    "ModelFallback",
     "NotFoundError",
     "OpaqueBlock",
     "OverloadedError",
     "PermissionDecision",
     "PermissionDeniedError",
+    "PermissionRuleError",
+    "PermissionRules",
     "PromptTooLongError",
+    "QueryEvent",
     "RateLimitError",
     "RedactedThinkingBlock",
     "Reject",
     "RequestTooLargeError",
     "RetryPolicy",
     "ServerToolUseBlock",
+    "State",
+    "StopHook",
+    "StopHookResult",
     "StreamError",
     "StreamEvent",
     "StreamIdleTimeoutError",
@@ -102,19 +139,32 @@ __all__ = [
     "StreamStatistics",
     "StreamTruncatedError",
     "TextBlock",
+    "TextDelta",
     "ThinkingBlock",
+    "ThinkingDelta",
     "Tool",
     "ToolContext",
     "ToolDefinitionError",
+    "ToolExecutor",
+    "ToolFinished",
     "ToolOutput",
+    "ToolProgress",
+    "ToolResult",
     "ToolResultBlock",
     "ToolUseBlock",
     "TranscriptError",
+    "Transition",
+    "TransitionReason",
     "TrioAgentError",
+    "TurnControl",
+    "TurnEnd",
+    "TurnEndReason",
     "Usage",
     "UserMessage",
     "WorkspaceError",
     "block_from_api",
     "message_from_api",
+    "open_tool_executor",
+    "query",
     "tool",
 ]

@@ -19,8 +19,8 @@ Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeAlias, cast
 
 import attrs
 import jsonschema
@@ -67,6 +67,19 @@ class ToolContext:
     def progress(self, data: Any) -> None:
         """Report progress; never blocks, delivered at once out of band."""
         self._report(data)
+
+
+def plain_json(value: Any) -> Any:
+    """*value* with every mapping turned into a ``dict`` and tuple into a ``list``.
+
+    JSON Schema validators and ``json.dumps`` only know ``dict`` and ``list``; wire
+    values keep their input as read-only mappings.
+    """
+    if isinstance(value, Mapping):
+        return {str(k): plain_json(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, (list, tuple)):
+        return [plain_json(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
 
 
 def _check_behavior(_inst: Any, _attr: Any, value: str) -> None:
@@ -116,16 +129,27 @@ class Tool:
         try:
             cls.check_schema(self.input_schema)
         except jsonschema.exceptions.SchemaError as exc:
-            raise ToolDefinitionError(f"tool {self.name!r}: invalid input_schema: {exc.message}") from exc
+            raise ToolDefinitionError(
+                f"tool {self.name!r}: invalid input_schema: {exc.message}"
+            ) from exc
         return cls(self.input_schema)  # pyright: ignore[reportUnknownVariableType]
 
     def validate(self, input: Mapping[str, Any]) -> str | None:
-        """The first schema error for *input* as a readable message, or None."""
-        error = jsonschema.exceptions.best_match(self._validator.iter_errors(input))
+        """The first schema error for *input* as a readable message, or None.
+
+        Any mapping is accepted (``ToolUseBlock.input`` is a read-only proxy); it is
+        checked as the JSON object it stands for.
+        """
+        error = cast(
+            "jsonschema.exceptions.ValidationError | None",
+            jsonschema.exceptions.best_match(self._validator.iter_errors(plain_json(input))),
+        )
         if error is None:
             return None
-        where = "/".join(str(p) for p in error.absolute_path)
-        return f"{where}: {error.message}" if where else error.message
+        path = cast("Iterable[object]", error.absolute_path)
+        where = "/".join(str(p) for p in path)
+        message = str(error.message)
+        return f"{where}: {message}" if where else message
 
     def is_concurrency_safe(self, input: Mapping[str, Any]) -> bool:
         """Whether this call may run beside others; a raising check means no."""

@@ -1,0 +1,884 @@
+"""query(): every transition and terminal reason, with the scripted model in virtual time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+import trio
+
+from trio_agent import (
+    AnthropicClient,
+    AssistantMessage,
+    BlockFinished,
+    Compacted,
+    Message,
+    ModelFallback,
+    OverloadedError,
+    PermissionRules,
+    PromptTooLongError,
+    Reject,
+    RetryPolicy,
+    StopHookResult,
+    TextBlock,
+    TextDelta,
+    ThinkingBlock,
+    ThinkingDelta,
+    Tool,
+    ToolContext,
+    ToolFinished,
+    ToolProgress,
+    ToolResult,
+    ToolResultBlock,
+    ToolUseBlock,
+    Transition,
+    TransitionReason,
+    TurnControl,
+    TurnEnd,
+    TurnEndReason,
+    Usage,
+    UserMessage,
+    query,
+)
+from trio_agent._recovery import CONTINUE_PROMPT
+from trio_agent.testing import Faults, HTTPErrorAnswer, ScriptedAnswer, ScriptedModel, Timing
+
+SLOW = Timing(token_delay=0.1, block_delay=0.1, text_chunk_size=4, json_chunk_size=4)
+PROMPT = (UserMessage("Look at a and b."),)
+
+
+# -- helpers -------------------------------------------------------------------------
+
+
+@attrs.define
+class Log:
+    """What the tools did, in virtual time."""
+
+    starts: dict[str, float] = attrs.field(factory=dict[str, float])
+    ends: dict[str, float] = attrs.field(factory=dict[str, float])
+
+
+def make_tools(log: Log, *, duration: float = 1.0) -> list[Tool]:
+    async def read(input: Mapping[str, Any], ctx: ToolContext) -> str:
+        log.starts[ctx.tool_use_id] = trio.current_time()
+        ctx.progress("reading")
+        await trio.sleep(duration)
+        log.ends[ctx.tool_use_id] = trio.current_time()
+        return f"contents of {input['path']}"
+
+    async def bash(input: Mapping[str, Any], ctx: ToolContext) -> str:
+        log.starts[ctx.tool_use_id] = trio.current_time()
+        await trio.sleep(duration)
+        log.ends[ctx.tool_use_id] = trio.current_time()
+        return f"ran {input['command']}"
+
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    return [
+        Tool("Read", "Read a file.", schema, read, concurrency_safe=True),
+        Tool(
+            "Bash",
+            "Run a command.",
+            {"type": "object", "properties": {"command": {"type": "string"}}},
+            bash,
+            interrupt_behavior="cancel",
+        ),
+    ]
+
+
+def client_for(model: ScriptedModel, *, retries: int = 0) -> AnthropicClient:
+    return AnthropicClient(
+        api_key="k",
+        base_url="http://scripted",
+        http_client=httpx.AsyncClient(transport=model.transport()),
+        retry=RetryPolicy(max_retries=retries),
+    )
+
+
+def text(t: str, **kw: Any) -> ScriptedAnswer:
+    return ScriptedAnswer(blocks=[TextBlock(t)], **kw)
+
+
+def reads(*ids: str, prefix: str = "Let me look.", **kw: Any) -> ScriptedAnswer:
+    blocks: list[Any] = [TextBlock(prefix)]
+    blocks += [ToolUseBlock(i, "Read", {"path": i}) for i in ids]
+    return ScriptedAnswer(blocks=blocks, **kw)
+
+
+@attrs.define
+class Run:
+    events: list[Any]
+    times: list[float]
+    model: ScriptedModel
+
+    @property
+    def end(self) -> TurnEnd:
+        last = self.events[-1]
+        assert isinstance(last, TurnEnd)
+        return last
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def transitions(self) -> list[TransitionReason]:
+        return [t.reason for t in self.of(Transition)]
+
+    def request(self, i: int) -> dict[str, Any]:
+        return self.model.requests[i].body
+
+
+async def run(
+    answers: Sequence[Any],
+    *,
+    messages: Sequence[Message] = PROMPT,
+    tools: Sequence[Tool] | None = None,
+    retries: int = 0,
+    **kw: Any,
+) -> Run:
+    model = ScriptedModel(answers)
+    events: list[Any] = []
+    times: list[float] = []
+    async with (
+        query(
+            client_for(model, retries=retries),
+            messages,
+            tools=make_tools(Log()) if tools is None else tools,
+            model="big",
+            max_tokens=8192,
+            **kw,
+        ) as stream,
+    ):
+        async for event in stream:
+            events.append(event)
+            times.append(trio.current_time())
+    result = Run(events, times, model)
+    check_run(result, messages)
+    return result
+
+
+def check_transcript(messages: Sequence[Message]) -> None:
+    """Valid for the API: each tool_use answered right after, in order; never two
+    assistant messages in a row; results only for tool_uses just before."""
+    previous: Message | None = None
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            assert not isinstance(previous, AssistantMessage), "two assistant messages in a row"
+        else:
+            results = (
+                [b for b in message.content if isinstance(b, ToolResultBlock)]
+                if not isinstance(message.content, str)
+                else []
+            )
+            if results:
+                assert isinstance(previous, AssistantMessage)
+                assert [r.tool_use_id for r in results] == [u.id for u in previous.tool_uses]
+        if isinstance(previous, AssistantMessage) and previous.tool_uses:
+            assert isinstance(message, UserMessage), "tool_use without its results"
+            assert [r.tool_use_id for r in message.tool_results] == [
+                u.id for u in previous.tool_uses
+            ]
+        previous = message
+    if isinstance(previous, AssistantMessage):
+        assert not previous.tool_uses, "the history ends with unanswered tool uses"
+
+
+def check_run(result: Run, messages: Sequence[Message]) -> None:
+    """The events tell the history: the input plus every message event, in order
+    (a Compacted event replaces what came before); exactly one TurnEnd, last."""
+    ends = result.of(TurnEnd)
+    assert len(ends) == 1
+    assert isinstance(result.events[-1], TurnEnd)
+    history: list[Message] = list(messages)
+    for event in result.events:
+        if isinstance(event, AssistantMessage | UserMessage):
+            history.append(event)
+        elif isinstance(event, Compacted):
+            history = list(event.messages)
+    assert tuple(history) == result.end.messages
+    check_transcript(result.end.messages)
+    # the input is not touched
+    assert result.end.messages[: len(messages)] == tuple(messages) or result.of(Compacted)
+
+
+# -- completed, next_turn --------------------------------------------------------------
+
+
+async def test_completed_text_answer(autojump_clock: trio.testing.MockClock) -> None:
+    result = await run([text("Hello there, friend.", timing=SLOW)])
+    assert result.end.reason is TurnEndReason.COMPLETED
+    assert "".join(d.text for d in result.of(TextDelta)) == "Hello there, friend."
+    assert all(d.index == 0 for d in result.of(TextDelta))
+    (finished,) = result.of(BlockFinished)
+    assert finished == BlockFinished(0, TextBlock("Hello there, friend."))
+    (answer,) = result.of(AssistantMessage)
+    assert answer.text == "Hello there, friend."
+    assert result.end.messages == (*PROMPT, answer)
+    assert result.end.turns == 1
+    assert result.end.usage == answer.usage
+    assert result.transitions() == []
+    assert result.request(0)["model"] == "big"
+    assert result.request(0)["max_tokens"] == 8192
+
+
+async def test_thinking_deltas(autojump_clock: trio.testing.MockClock) -> None:
+    answer = ScriptedAnswer(blocks=[ThinkingBlock("hmm, let me see", "sig"), TextBlock("ok")])
+    result = await run([answer])
+    assert "".join(d.thinking for d in result.of(ThinkingDelta)) == "hmm, let me see"
+    assert {d.index for d in result.of(ThinkingDelta)} == {0}
+    assert [d.index for d in result.of(TextDelta)] == [0] * 0 + [1] * len(result.of(TextDelta))
+    assert [b.index for b in result.of(BlockFinished)] == [0, 1]
+
+
+async def test_tools_run_while_the_model_streams(autojump_clock: trio.testing.MockClock) -> None:
+    log = Log()
+    first = ScriptedAnswer(
+        blocks=[
+            ToolUseBlock("a", "Read", {"path": "a"}),
+            ToolUseBlock("b", "Read", {"path": "b"}),
+            TextBlock("While those run, a long explanation follows here, slowly." * 3),
+        ],
+        timing=SLOW,
+    )
+    result = await run([first, text("Both read.")], tools=make_tools(log, duration=1.0))
+    assert result.end.reason is TurnEndReason.COMPLETED
+    assert result.transitions() == [TransitionReason.NEXT_TURN]
+    answers = result.of(AssistantMessage)
+    stream_end = result.times[result.events.index(answers[0])]
+    # both safe tools started at their block's stop, long before the answer ended,
+    # and ran together
+    assert log.starts["a"] < stream_end - 1
+    assert log.starts["b"] < stream_end - 1
+    assert log.ends["a"] < stream_end
+    assert abs(log.starts["a"] - log.starts["b"]) < 0.5
+    # results forwarded as they came, then one UserMessage in tool_use order
+    results = result.of(ToolResult)
+    assert [r.tool_use_id for r in results] == ["a", "b"]
+    assert result.times[result.events.index(results[0])] < stream_end
+    (tool_results,) = [m for m in result.of(UserMessage) if m.tool_results]
+    assert [(r.tool_use_id, r.content) for r in tool_results.tool_results] == [
+        ("a", "contents of a"),
+        ("b", "contents of b"),
+    ]
+    assert result.events.index(tool_results) > result.events.index(answers[0])
+    # progress and finish notices forwarded
+    assert {p.tool_use_id for p in result.of(ToolProgress)} == {"a", "b"}
+    assert {p.tool_use_id for p in result.of(ToolFinished)} == {"a", "b"}
+    # the second request carries the tool results
+    sent = result.request(1)["messages"]
+    assert sent[-1]["role"] == "user"
+    assert [b["tool_use_id"] for b in sent[-1]["content"]] == ["a", "b"]
+    (transition,) = result.of(Transition)
+    assert transition == Transition(TransitionReason.NEXT_TURN, 2, "big", 8192)
+    assert result.end.turns == 2
+    assert result.end.usage == answers[0].usage + answers[1].usage
+
+
+async def test_the_input_messages_are_not_mutated(autojump_clock: trio.testing.MockClock) -> None:
+    messages = [UserMessage("hi")]
+    result = await run([reads("a"), text("done")], messages=messages)
+    assert messages == [UserMessage("hi")]
+    assert len(result.end.messages) == 4
+
+
+# -- max_tokens ------------------------------------------------------------------------
+
+
+async def test_max_tokens_escalates_once(autojump_clock: trio.testing.MockClock) -> None:
+    result = await run([text("cut sho", stop_reason="max_tokens"), text("the whole answer")])
+    assert result.transitions() == [TransitionReason.MAX_OUTPUT_TOKENS_ESCALATE]
+    assert result.of(Transition)[0].max_tokens == 64_000
+    assert result.request(1)["max_tokens"] == 64_000
+    assert result.request(1)["messages"] == result.request(0)["messages"]
+    # the truncated answer is dropped: never sent as a message, not in the history
+    assert [m.text for m in result.of(AssistantMessage)] == ["the whole answer"]
+    assert result.end.reason is TurnEndReason.COMPLETED
+    assert result.end.turns == 1
+
+
+async def test_max_tokens_recovers_with_continue_messages(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cut = [text(f"part {i} ", stop_reason="max_tokens") for i in range(3)]
+    result = await run([*cut, text("end")])
+    assert result.transitions() == [
+        TransitionReason.MAX_OUTPUT_TOKENS_ESCALATE,
+        TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY,
+        TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY,
+    ]
+    assert result.end.reason is TurnEndReason.COMPLETED
+    texts = [m.text if isinstance(m, AssistantMessage) else m.content for m in result.end.messages]
+    assert texts == [
+        PROMPT[0].content,
+        "part 1 ",
+        CONTINUE_PROMPT,
+        "part 2 ",
+        CONTINUE_PROMPT,
+        "end",
+    ]
+    assert all(r.body["max_tokens"] == 64_000 for r in result.model.requests[1:])
+
+
+async def test_max_tokens_exhausted_is_an_error(autojump_clock: trio.testing.MockClock) -> None:
+    cut = [text(f"p{i}", stop_reason="max_tokens") for i in range(5)]
+    result = await run(cut)
+    assert result.transitions() == [
+        TransitionReason.MAX_OUTPUT_TOKENS_ESCALATE,
+        *[TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY] * 3,
+    ]
+    assert result.end.reason is TurnEndReason.ERROR
+    assert "max_tokens" in (result.end.message or "")
+    assert result.end.messages[-1] == result.of(AssistantMessage)[-1]
+    assert len(result.model.requests) == 5
+
+
+async def test_no_escalation_when_the_caller_asks_64k(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ScriptedModel([text("cut", stop_reason="max_tokens"), text("rest")])
+    async with query(client_for(model), PROMPT, tools=[], model="big", max_tokens=64_000) as events:
+        got = [e async for e in events]
+    assert [t.reason for t in got if isinstance(t, Transition)] == [
+        TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY
+    ]
+
+
+async def test_max_tokens_with_tool_uses_runs_the_tools(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cut = ScriptedAnswer(
+        blocks=[
+            ToolUseBlock("a", "Read", {"path": "a"}),
+            ToolUseBlock("b", "Read", invalid_input='{"pa'),
+        ],
+        stop_reason="max_tokens",
+    )
+    result = await run([cut, text("ok")])
+    assert result.transitions() == [TransitionReason.NEXT_TURN]
+    (results,) = [m for m in result.of(UserMessage) if m.tool_results]
+    assert [r.is_error for r in results.tool_results] == [False, True]
+
+
+# -- prompt too long -------------------------------------------------------------------
+
+TOO_LONG = HTTPErrorAnswer(
+    status=400,
+    body={
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": "prompt is too long: 210000 tokens > 200000 maximum",
+        },
+    },
+)
+
+
+async def test_prompt_too_long_compacts_then_retries(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen: list[tuple[Message, ...]] = []
+
+    async def compactor(messages: tuple[Message, ...]) -> list[Message]:
+        seen.append(messages)
+        await trio.sleep(2)
+        return [UserMessage("Summary: the user wants a and b looked at.")]
+
+    result = await run([TOO_LONG, text("Looked.")], compactor=compactor)
+    assert seen == [PROMPT]
+    assert result.transitions() == [TransitionReason.PROMPT_TOO_LONG_COMPACT]
+    (compacted,) = result.of(Compacted)
+    assert compacted.messages == (UserMessage("Summary: the user wants a and b looked at."),)
+    assert result.request(1)["messages"] == [
+        {"role": "user", "content": "Summary: the user wants a and b looked at."}
+    ]
+    assert result.end.reason is TurnEndReason.COMPLETED
+    assert result.end.messages[0] == compacted.messages[0]
+
+
+async def test_prompt_too_long_twice_is_an_error(autojump_clock: trio.testing.MockClock) -> None:
+    async def compactor(messages: tuple[Message, ...]) -> list[Message]:
+        return list(messages)
+
+    result = await run([TOO_LONG, TOO_LONG], compactor=compactor)
+    assert result.transitions() == [TransitionReason.PROMPT_TOO_LONG_COMPACT]
+    assert result.end.reason is TurnEndReason.ERROR
+    assert isinstance(result.end.error, PromptTooLongError)
+
+
+async def test_prompt_too_long_without_compactor(autojump_clock: trio.testing.MockClock) -> None:
+    result = await run([TOO_LONG])
+    assert result.end.reason is TurnEndReason.ERROR
+    assert isinstance(result.end.error, PromptTooLongError)
+    assert result.end.messages == PROMPT
+
+
+async def test_a_failing_compactor_ends_the_turn(autojump_clock: trio.testing.MockClock) -> None:
+    async def compactor(messages: tuple[Message, ...]) -> list[Message]:
+        raise RuntimeError("no summary today")
+
+    result = await run([TOO_LONG], compactor=compactor)
+    assert result.end.reason is TurnEndReason.ERROR
+    assert isinstance(result.end.error, RuntimeError)
+
+
+# -- overloaded and fallback -------------------------------------------------------------
+
+OVERLOADED = HTTPErrorAnswer(status=529)
+
+
+async def test_overloaded_three_times_falls_back(autojump_clock: trio.testing.MockClock) -> None:
+    result = await run(
+        [OVERLOADED, OVERLOADED, OVERLOADED, text("from the small model")], fallback_model="small"
+    )
+    assert result.transitions() == [
+        TransitionReason.OVERLOADED_RETRY,
+        TransitionReason.OVERLOADED_RETRY,
+        TransitionReason.MODEL_FALLBACK,
+    ]
+    assert result.of(ModelFallback) == [ModelFallback("big", "small", ())]
+    assert [r.body["model"] for r in result.model.requests] == ["big", "big", "big", "small"]
+    assert result.end.reason is TurnEndReason.COMPLETED
+
+
+async def test_overloaded_without_fallback_is_an_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    result = await run([OVERLOADED])
+    assert result.end.reason is TurnEndReason.ERROR
+    assert isinstance(result.end.error, OverloadedError)
+    assert result.end.messages == PROMPT
+
+
+@pytest.mark.parametrize("last", [False, True])
+async def test_overloaded_mid_stream_drops_the_partial_answer(
+    autojump_clock: trio.testing.MockClock, last: bool
+) -> None:
+    log = Log()
+    # the tool block stops early; the error comes after more streaming
+    broken = ScriptedAnswer(
+        blocks=[
+            ToolUseBlock("a", "Read", {"path": "a"}),
+            TextBlock("and now a long text that will never finish" * 2),
+            ToolUseBlock("b", "Read", {"path": "b"}),
+        ],
+        timing=SLOW,
+        faults=Faults(error_event_after=12),
+    )
+    answers = [broken, OVERLOADED, OVERLOADED, reads("c"), text("done")]
+    if last:
+        answers = [OVERLOADED, OVERLOADED, broken, reads("c"), text("done")]
+    result = await run(answers, tools=make_tools(log, duration=0.5), fallback_model="small")
+    assert result.transitions()[:3] == [
+        TransitionReason.OVERLOADED_RETRY,
+        TransitionReason.OVERLOADED_RETRY,
+        TransitionReason.MODEL_FALLBACK,
+    ]
+    (fallback,) = result.of(ModelFallback)
+    assert [b.id for b in fallback.started_tools] == ["a"]
+    assert "b" not in log.starts
+    # nothing of the dropped attempt is in the history
+    ids = [
+        u.id for m in result.end.messages if isinstance(m, AssistantMessage) for u in m.tool_uses
+    ]
+    assert ids == ["c"]
+    assert result.end.reason is TurnEndReason.COMPLETED
+
+
+async def test_overloaded_on_the_fallback_too(autojump_clock: trio.testing.MockClock) -> None:
+    result = await run([OVERLOADED] * 6, fallback_model="small")
+    assert result.end.reason is TurnEndReason.ERROR
+    assert len(result.model.requests) == 6
+
+
+async def test_other_errors_end_the_turn(autojump_clock: trio.testing.MockClock) -> None:
+    result = await run([reads("a"), HTTPErrorAnswer(status=401)])
+    assert result.end.reason is TurnEndReason.ERROR
+    assert result.end.error is not None
+    assert result.end.message is not None
+    # the tool round trip before the error stays in the history
+    assert len(result.end.messages) == 3
+
+
+async def test_truncated_stream_is_an_error_with_a_clean_history(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log = Log()
+    result = await run(
+        [reads("a", faults=Faults(truncate=True))], tools=make_tools(log), fallback_model="small"
+    )
+    assert result.end.reason is TurnEndReason.ERROR
+    assert result.end.messages == PROMPT
+
+
+# -- pause_turn, stop hooks, max_turns -------------------------------------------------------
+
+
+async def test_pause_turn_continues_the_same_message(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    result = await run([text("Searching", stop_reason="pause_turn"), text(" found it.")])
+    assert result.transitions() == [TransitionReason.PAUSE_TURN]
+    # the paused answer goes back as the last message of the request
+    assert result.request(1)["messages"][-1]["role"] == "assistant"
+    assert result.request(1)["messages"][-1]["content"][0]["text"] == "Searching"
+    (answer,) = result.of(AssistantMessage)
+    assert [b.text for b in answer.content] == ["Searching", " found it."]  # type: ignore[union-attr]
+    assert result.end.messages == (*PROMPT, answer)
+    assert result.end.reason is TurnEndReason.COMPLETED
+
+
+async def test_pause_turn_cut_by_max_turns_keeps_the_paused_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    result = await run([text("Searching", stop_reason="pause_turn")], max_turns=1)
+    assert result.end.reason is TurnEndReason.MAX_TURNS
+    assert result.end.messages[-1].text == "Searching"  # type: ignore[union-attr]
+
+
+async def test_stop_hook_blocks_then_lets_go(autojump_clock: trio.testing.MockClock) -> None:
+    calls: list[int] = []
+
+    async def hook(messages: tuple[Message, ...]) -> StopHookResult | None:
+        calls.append(len(messages))
+        await trio.sleep(0.5)
+        if len(calls) == 1:
+            return StopHookResult(block=True, message="Run the tests before stopping.")
+        return None
+
+    async def quiet(messages: tuple[Message, ...]) -> StopHookResult:
+        return StopHookResult(block=False)
+
+    result = await run([text("Done."), text("Tests pass. Done.")], stop_hooks=[hook, quiet])
+    assert result.transitions() == [TransitionReason.STOP_HOOK_BLOCKING]
+    assert calls == [2, 4]
+    assert result.request(1)["messages"][-1] == {
+        "role": "user",
+        "content": "Run the tests before stopping.",
+    }
+    assert result.end.reason is TurnEndReason.COMPLETED
+    assert result.end.turns == 2
+
+
+async def test_a_failing_stop_hook_ends_the_turn(autojump_clock: trio.testing.MockClock) -> None:
+    async def hook(messages: tuple[Message, ...]) -> StopHookResult:
+        raise ValueError("hook broke")
+
+    result = await run([text("Done.")], stop_hooks=[hook])
+    assert result.end.reason is TurnEndReason.ERROR
+    assert isinstance(result.end.error, ValueError)
+    assert result.end.messages[-1].text == "Done."  # type: ignore[union-attr]
+
+
+async def test_max_turns(autojump_clock: trio.testing.MockClock) -> None:
+    result = await run([reads("a"), reads("b"), text("never")], max_turns=2)
+    assert result.end.reason is TurnEndReason.MAX_TURNS
+    assert result.transitions() == [TransitionReason.NEXT_TURN]
+    assert len(result.model.requests) == 2
+    # the last tool results are in: the conversation can go on
+    assert isinstance(result.end.messages[-1], UserMessage)
+    assert result.end.messages[-1].tool_results[0].tool_use_id == "b"
+
+
+# -- permissions -------------------------------------------------------------------------
+
+
+async def test_deny_answers_with_an_error_and_goes_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log = Log()
+    rules = PermissionRules(allow=["Read"], deny=["Bash(rm *)"])
+    answer = ScriptedAnswer(blocks=[ToolUseBlock("x", "Bash", {"command": "rm -rf /"})])
+    result = await run([answer, text("ok")], tools=make_tools(log), can_use_tool=rules)
+    assert "x" not in log.starts
+    (results,) = [m for m in result.of(UserMessage) if m.tool_results]
+    assert results.tool_results[0].is_error
+    assert result.end.reason is TurnEndReason.COMPLETED
+
+
+async def test_reject_ends_the_turn_with_a_valid_transcript(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log = Log()
+
+    async def ask(tool: Tool, input: Mapping[str, Any], ctx: ToolContext) -> Reject:
+        await trio.sleep(0.2)
+        return Reject("No bash today.")
+
+    rules = PermissionRules(allow=["Read"], ask=["Bash"], ask_callback=ask)
+    answer = ScriptedAnswer(
+        blocks=[
+            ToolUseBlock("x", "Bash", {"command": "make"}),
+            ToolUseBlock("a", "Read", {"path": "a"}),
+            TextBlock("some more text streaming after the tool calls" * 3),
+            ToolUseBlock("c", "Read", {"path": "c"}),
+        ],
+        timing=SLOW,
+    )
+    result = await run(
+        [answer, text("never")], tools=make_tools(log, duration=5), can_use_tool=rules
+    )
+    assert result.end.reason is TurnEndReason.PERMISSION_REJECTED
+    assert result.end.abort_reason == "permission_rejected"
+    assert len(result.model.requests) == 1
+    assert log.starts == {}  # x was rejected, a waited behind it
+    # the partial answer is kept (cut at the rejection, while it streamed) with a
+    # result for each of its tool uses
+    (partial,) = result.of(AssistantMessage)
+    assert partial.stop_reason is None
+    ids = [u.id for u in partial.tool_uses]
+    assert ids[0] == "x"
+    assert "c" not in ids
+    (results,) = [m for m in result.of(UserMessage) if m.tool_results]
+    assert "No bash today." in str(results.tool_results[0].content)
+    assert all(r.is_error for r in results.tool_results)
+
+
+# -- abort and interrupt -----------------------------------------------------------------------
+
+
+async def test_abort_while_streaming(autojump_clock: trio.testing.MockClock) -> None:
+    control = TurnControl()
+    log = Log()
+    answer = reads("a", "b", prefix="Let me look at both of them now.", timing=SLOW)
+    model = ScriptedModel([answer, text("never")])
+    events: list[Any] = []
+    async with query(
+        client_for(model),
+        PROMPT,
+        tools=make_tools(log, duration=10),
+        model="big",
+        max_tokens=8192,
+        control=control,
+    ) as stream:
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, BlockFinished) and event.block == ToolUseBlock(
+                "a", "Read", {"path": "a"}
+            ):
+                control.abort()
+    result = Run(events, [0.0] * len(events), model)
+    check_run(result, PROMPT)
+    assert result.end.reason is TurnEndReason.ABORTED_STREAMING
+    assert result.end.abort_reason == "user_interrupted"
+    (partial,) = result.of(AssistantMessage)
+    assert [u.id for u in partial.tool_uses] == ["a"]
+    assert log.ends == {}
+    assert model.open_streams == 0
+
+
+async def test_abort_while_tools_run(autojump_clock: trio.testing.MockClock) -> None:
+    control = TurnControl()
+    log = Log()
+    model = ScriptedModel([reads("a"), text("never")])
+
+    async def abort_later() -> None:
+        await trio.sleep(0.5)
+        control.abort()
+
+    events: list[Any] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(abort_later)
+        async with query(
+            client_for(model),
+            PROMPT,
+            tools=make_tools(log, duration=10),
+            model="big",
+            max_tokens=8192,
+            control=control,
+        ) as stream:
+            events = [e async for e in stream]
+    result = Run(events, [0.0] * len(events), model)
+    check_run(result, PROMPT)
+    assert result.end.reason is TurnEndReason.ABORTED_TOOLS
+    assert result.end.messages[-1].tool_results[0].is_error  # type: ignore[union-attr]
+    assert trio.current_time() < 1
+
+
+async def test_abort_before_start(autojump_clock: trio.testing.MockClock) -> None:
+    control = TurnControl()
+    control.abort()
+    control.abort()  # idempotent
+    result = await run([text("never")], control=control)
+    assert result.end.reason is TurnEndReason.ABORTED_STREAMING
+    assert result.end.messages == PROMPT
+    assert result.model.requests == []
+
+
+async def test_interrupt_stops_cancel_tools_and_ends_the_turn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    control = TurnControl()
+    log = Log()
+    answer = ScriptedAnswer(
+        blocks=[
+            ToolUseBlock("r", "Read", {"path": "a"}),
+            ToolUseBlock("x", "Bash", {"command": "sleep"}),
+        ],
+    )
+    model = ScriptedModel([answer, text("never")])
+
+    async def interrupt_later() -> None:
+        await trio.sleep(1.5)  # Read (1 s) is done, Bash runs
+        control.interrupt()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(interrupt_later)
+        async with query(
+            client_for(model),
+            PROMPT,
+            tools=make_tools(log, duration=1),
+            model="big",
+            max_tokens=8192,
+            control=control,
+        ) as stream:
+            events = [e async for e in stream]
+    result = Run(events, [0.0] * len(events), model)
+    check_run(result, PROMPT)
+    assert result.end.reason is TurnEndReason.ABORTED_TOOLS
+    assert result.end.abort_reason == "interrupt"
+    results = result.end.messages[-1].tool_results  # type: ignore[union-attr]
+    assert [r.is_error for r in results] == [False, True]
+    assert "x" not in log.ends
+    assert len(model.requests) == 1
+
+
+async def test_interrupt_lets_block_tools_finish(autojump_clock: trio.testing.MockClock) -> None:
+    control = TurnControl()
+    log = Log()
+    model = ScriptedModel([reads("a", "b"), text("never")])
+
+    async def interrupt_later() -> None:
+        await trio.sleep(0.3)
+        control.interrupt()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(interrupt_later)
+        async with query(
+            client_for(model),
+            PROMPT,
+            tools=make_tools(log, duration=1),
+            model="big",
+            max_tokens=8192,
+            control=control,
+        ) as stream:
+            events = [e async for e in stream]
+    result = Run(events, [0.0] * len(events), model)
+    check_run(result, PROMPT)
+    assert result.end.reason is TurnEndReason.ABORTED_TOOLS
+    assert set(log.ends) == {"a", "b"}
+    assert [r.content for r in result.end.messages[-1].tool_results] == [  # type: ignore[union-attr]
+        "contents of a",
+        "contents of b",
+    ]
+
+
+async def test_leaving_early_cancels_everything(autojump_clock: trio.testing.MockClock) -> None:
+    log = Log()
+    model = ScriptedModel([reads("a", timing=SLOW), text("never")])
+    async with query(
+        client_for(model), PROMPT, tools=make_tools(log, duration=10), model="big", max_tokens=8192
+    ) as stream:
+        async for event in stream:
+            if isinstance(event, ToolProgress):
+                break
+    assert log.ends == {}
+    assert model.open_streams == 0
+
+
+async def test_bad_arguments() -> None:
+    model = ScriptedModel([])
+    with pytest.raises(ValueError, match="max_tokens"):
+        async with query(client_for(model), PROMPT, tools=[], model="m", max_tokens=0):
+            pass  # pragma: no cover
+    with pytest.raises(ValueError, match="max_turns"):
+        async with query(client_for(model), PROMPT, tools=[], model="m", max_tokens=1, max_turns=0):
+            pass  # pragma: no cover
+    with pytest.raises(ValueError, match="max_tool_concurrency"):
+        async with query(
+            client_for(model), PROMPT, tools=[], model="m", max_tokens=1, max_tool_concurrency=0
+        ):
+            pass  # pragma: no cover
+
+
+async def test_usage_counts_every_call(autojump_clock: trio.testing.MockClock) -> None:
+    result = await run(
+        [
+            text("cut", stop_reason="max_tokens", usage=Usage(10, 5)),
+            text("whole", usage=Usage(10, 7)),
+        ]
+    )
+    assert result.end.usage == Usage(20, 12)
+
+
+async def test_abort_during_the_compactor(autojump_clock: trio.testing.MockClock) -> None:
+    control = TurnControl()
+
+    async def compactor(messages: tuple[Message, ...]) -> list[Message]:
+        control.abort()
+        await trio.sleep(10)
+        return []  # pragma: no cover
+
+    result = await run([TOO_LONG], compactor=compactor, control=control)
+    assert result.end.reason is TurnEndReason.ABORTED_STREAMING
+    assert result.end.messages == PROMPT
+    assert result.of(Compacted) == []
+
+
+async def test_abort_during_a_stop_hook(autojump_clock: trio.testing.MockClock) -> None:
+    control = TurnControl()
+
+    async def hook(messages: tuple[Message, ...]) -> StopHookResult:
+        control.abort()
+        await trio.sleep(10)
+        return StopHookResult(block=True)  # pragma: no cover
+
+    result = await run([text("Done.")], stop_hooks=[hook], control=control)
+    assert result.end.reason is TurnEndReason.ABORTED_TOOLS
+    assert result.end.messages[-1].text == "Done."  # type: ignore[union-attr]
+
+
+async def test_interrupt_before_start(autojump_clock: trio.testing.MockClock) -> None:
+    control = TurnControl()
+    control.interrupt()
+    result = await run([text("never")], control=control)
+    assert result.end.reason is TurnEndReason.ABORTED_STREAMING
+    assert result.end.abort_reason == "interrupt"
+    assert control.interrupted
+    assert not control.aborted
+
+
+async def test_errors_are_raised_as_themselves(autojump_clock: trio.testing.MockClock) -> None:
+    model = ScriptedModel([text("hello")])
+
+    async def consume(client: Any, fail: bool) -> None:
+        async with query(client, PROMPT, tools=[], model="m", max_tokens=10) as events:
+            async for _ in events:
+                if fail:
+                    raise KeyError("consumer")
+
+    with pytest.raises(KeyError, match="consumer"):
+        await consume(client_for(model), True)
+
+    class Broken:
+        def stream(self, **kwargs: Any) -> Any:
+            raise TypeError("not a client")
+
+    with pytest.raises(TypeError, match="not a client"):
+        await consume(Broken(), False)
+
+
+def test_check_transcript_catches_broken_histories() -> None:
+    use = AssistantMessage("m", "x", [ToolUseBlock("a", "Read", {})], stop_reason="tool_use")
+    answer = AssistantMessage("m", "x", [TextBlock("hi")], stop_reason="end_turn")
+    ok = UserMessage([ToolResultBlock("a", "done")])
+    check_transcript([UserMessage("q"), use, ok, answer])
+    for broken in (
+        [UserMessage("q"), use],
+        [UserMessage("q"), use, UserMessage("no results")],
+        [UserMessage("q"), answer, answer],
+        [UserMessage("q"), answer, ok],
+        [UserMessage("q"), use, UserMessage([ToolResultBlock("b", "other")])],
+    ):
+        with pytest.raises(AssertionError):
+            check_transcript(broken)

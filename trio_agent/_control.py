@@ -1,0 +1,104 @@
+"""TurnControl: abort or interrupt a running :func:`trio_agent.query` from outside.
+
+A Session (or a CLI's Ctrl+C handler) makes one ``TurnControl`` per turn, passes it
+as ``query(..., control=control)`` and may call, from any Trio task of the same run:
+
+- :meth:`TurnControl.abort` (Ctrl+C): cancel the turn now. Whatever the loop was
+  awaiting (the stream, the tools, a stop hook, the compactor) is cancelled with
+  the reason ``user_interrupted``; tools get synthetic results, the turn ends
+  with ``aborted_streaming`` (the model's answer was not complete) or
+  ``aborted_tools``.
+- :meth:`TurnControl.interrupt` (the user typed a new message): stop what can be
+  stopped and end the turn gracefully. The model's stream is cancelled,
+  ``executor.interrupt()`` cancels the tools whose ``interrupt_behavior`` is
+  ``"cancel"`` while ``"block"`` tools run to the end and keep their real results;
+  then the turn ends (``aborted_streaming`` / ``aborted_tools``, ``abort_reason
+  "interrupt"``) so the new message can be sent.
+
+Both are synchronous, idempotent and may be called before the turn starts or after
+it ended (then they do nothing but record the request).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, final
+
+import attrs
+import trio
+
+__all__ = ["TurnControl"]
+
+#: The cancel reasons (the executor's ``AbortReason`` values).
+USER_INTERRUPTED = "user_interrupted"
+INTERRUPT = "interrupt"
+
+
+class _Interruptible(Protocol):
+    def interrupt(self) -> None: ...
+
+
+@final
+@attrs.define(eq=False)
+class TurnControl:
+    """Abort or interrupt the turn of the ``query`` it is passed to."""
+
+    _abort_reason: str | None = attrs.field(default=None, init=False)
+    _interrupted: bool = attrs.field(default=False, init=False)
+    _scopes: set[trio.CancelScope] = attrs.field(factory=set[trio.CancelScope], init=False)
+    _stream_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
+    _executor: _Interruptible | None = attrs.field(default=None, init=False)
+
+    @property
+    def aborted(self) -> bool:
+        """Whether :meth:`abort` was called."""
+        return self._abort_reason is not None
+
+    @property
+    def abort_reason(self) -> str | None:
+        """The reason given to :meth:`abort`, or None."""
+        return self._abort_reason
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether :meth:`interrupt` was called."""
+        return self._interrupted
+
+    def abort(self, reason: str = USER_INTERRUPTED) -> None:
+        """Cancel the running turn (Ctrl+C). Sync and idempotent."""
+        if self._abort_reason is None:
+            self._abort_reason = reason
+        for scope in self._scopes:
+            scope.cancel(reason=self._abort_reason)
+
+    def interrupt(self) -> None:
+        """Stop the stream and the cancellable tools, then end the turn. Sync."""
+        self._interrupted = True
+        if self._stream_scope is not None:
+            self._stream_scope.cancel(reason=INTERRUPT)
+        if self._executor is not None:
+            self._executor.interrupt()
+
+    # What query() calls: each registration applies a request made earlier, so a
+    # call that lands between two iterations is not lost.
+
+    def _enter_scope(self, scope: trio.CancelScope) -> None:
+        self._scopes.add(scope)
+        if self._abort_reason is not None:
+            scope.cancel(reason=self._abort_reason)
+
+    def _exit_scope(self, scope: trio.CancelScope) -> None:
+        self._scopes.discard(scope)
+
+    def _attach(self, executor: _Interruptible, stream_scope: trio.CancelScope) -> None:
+        self._executor = executor
+        self._stream_scope = stream_scope
+        if self._interrupted:  # pragma: no cover - needs a checkpoint-free race to hit
+            stream_scope.cancel(reason=INTERRUPT)
+            executor.interrupt()
+
+    def _stream_done(self) -> None:
+        self._stream_scope = None
+
+    def _detach(self) -> None:
+        self._executor = None
+        self._stream_scope = None

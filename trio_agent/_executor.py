@@ -1,0 +1,562 @@
+"""The streaming tool executor: run tool calls while the model is still talking.
+
+Structure (DESIGN.md, Layer 2)::
+
+    turn scope (the caller's)              cancelled → user_interrupted
+      └─ executor nursery = batch scope    Reject → turn scope cancelled (permission_rejected)
+           ├─ tool scope (one per call)    sibling_error · interrupt · streaming_fallback
+           └─ ...
+
+Scheduling, results and cancellation bookkeeping are synchronous (they happen in
+``add_tool``, ``interrupt``, ``discard`` and when a tool task ends); the only async
+code is each tool's own task. So a synthetic result never needs an ``await`` and
+exists even when the turn scope was cancelled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any, Literal, final, get_args
+
+import attrs
+import trio
+
+from ._exceptions import ExecutorClosedError, ToolDefinitionError, excerpt
+from ._messages import ContentBlock, ToolUseBlock
+from ._permissions import Allow, CanUseTool, Deny, Reject
+from ._result_channel import ResultChannel
+from ._results import (
+    AbortReason,
+    ExecutorStatistics,
+    ToolFinished,
+    ToolProgress,
+    ToolResult,
+    aborted_message,
+    bad_return_message,
+    invalid_input_message,
+    permission_error_message,
+    raised_message,
+    summarize_call,
+    unknown_tool_message,
+)
+from ._tools import Tool, ToolContext, ToolOutput, plain_json
+
+__all__ = ["ToolExecutor", "open_tool_executor"]
+
+_BLOCK_TYPES: tuple[type, ...] = get_args(ContentBlock)
+
+_State = Literal["queued", "executing", "finished"]
+
+
+@attrs.define(eq=False)
+class _Call:
+    """One added ``tool_use`` and where it is in its life."""
+
+    block: ToolUseBlock
+    tool: Tool | None
+    safe: bool
+    input_error: str | None
+    state: _State = "queued"
+    started: bool = False  # tool.run() was called
+    result: ToolResult | None = None
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+
+    def summary(self) -> str:
+        return summarize_call(self.block.name, self.block.input)
+
+
+@final
+class ToolExecutor:
+    """Runs tool calls as they are added; made by :func:`open_tool_executor`.
+
+    Every call added gets exactly one :class:`ToolResult`, delivered on
+    :attr:`results` in ``add_tool`` order, or returned by :meth:`drain` after the
+    ``async with`` block.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        *,
+        turn_scope: trio.CancelScope | None,
+        can_use_tool: CanUseTool | None,
+        max_concurrency: int,
+        context: Any,
+    ) -> None:
+        by_name: dict[str, Tool] = {}
+        for t in tools:
+            if not isinstance(t, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(f"tools must be Tool values, not {type(t).__name__}")
+            if t.name in by_name:
+                raise ToolDefinitionError(f"two tools are named {t.name!r}")
+            by_name[t.name] = t
+        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("max_concurrency must be an int")
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
+        self._tools = by_name
+        self._turn_scope = turn_scope
+        self._can_use_tool = can_use_tool
+        self._max_concurrency = max_concurrency
+        self._context = context
+        self._nursery: trio.Nursery | None = None
+
+        self._calls: list[_Call] = []
+        self._ids: set[str] = set()
+        self._queue: list[_Call] = []  # queued calls, in add order
+        self._slots = 0  # tool tasks alive
+        self._unsafe_slots = 0
+        self._peak = 0
+        self._counts = {"queued": 0, "executing": 0, "finished": 0}
+        self._delivered = 0  # calls[:_delivered] are pushed to the results channel
+
+        self._adding_closed = False  # finish() or discard() was called
+        self._discarded = False
+        self._exited = False
+        self._interrupted = False
+        # A sticky abort: every unfinished call, and every call added later, gets it.
+        self._abort: tuple[AbortReason, str | None] | None = None
+
+        self._results = ResultChannel()
+        send, receive = trio.open_memory_channel[ToolProgress | ToolFinished](math.inf)
+        self._progress_send: trio.MemorySendChannel[ToolProgress | ToolFinished] = send
+        self._progress_receive: trio.MemoryReceiveChannel[ToolProgress | ToolFinished] = receive
+
+    # -- public API ---------------------------------------------------------------
+
+    @property
+    def results(self) -> trio.abc.ReceiveChannel[ToolResult]:
+        """Results in ``add_tool`` order; ends after ``finish()`` once all are in."""
+        return self._results
+
+    @property
+    def progress(self) -> trio.abc.ReceiveChannel[ToolProgress | ToolFinished]:
+        """Progress reports and a :class:`ToolFinished` per call, as they happen.
+
+        Unbounded: a tool reporting progress never waits. Items nobody reads stay
+        in memory until the executor is dropped, so read this channel (or
+        ``aclose()`` it: later items are then discarded) when tools report a lot.
+        """
+        return self._progress_receive
+
+    @property
+    def context(self) -> Any:
+        """The shared context, after the context modifiers of the non-safe tools
+        that have finished, applied in tool order."""
+        return self._context
+
+    def statistics(self) -> ExecutorStatistics:
+        """How many calls are queued, executing and finished, and the peak
+        number of tools that ran at once."""
+        return ExecutorStatistics(
+            queued=self._counts["queued"],
+            executing=self._counts["executing"],
+            finished=self._counts["finished"],
+            peak_concurrency=self._peak,
+        )
+
+    def add_tool(self, block: ToolUseBlock) -> None:
+        """Add one ``tool_use`` block; it starts at once if it may.
+
+        Synchronous and never blocks. An unknown tool is answered at once with an
+        error naming the known tools.
+
+        Raises:
+            ExecutorClosedError: after ``finish()``, ``discard()`` or the block's end.
+            TypeError: *block* is not a :class:`ToolUseBlock`.
+            ValueError: a call with the same id was already added.
+        """
+        if not isinstance(block, ToolUseBlock):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"add_tool() takes a ToolUseBlock, not {type(block).__name__}")
+        if self._adding_closed or self._exited:
+            why = "discard()" if self._discarded else "finish()"
+            raise ExecutorClosedError(f"cannot add tool {block.name!r} ({block.id}) after {why}")
+        if block.id in self._ids:
+            raise ValueError(f"tool_use id {block.id!r} was already added")
+        self._ids.add(block.id)
+        self._notice_turn_cancelled()
+
+        tool = self._tools.get(block.name)
+        if tool is None:
+            call = self._new_call(block, None, safe=False, input_error=None)
+            self._finish(
+                call,
+                ToolResult(block.id, unknown_tool_message(block.name, list(self._tools)), True),
+            )
+            return
+        if block.invalid_input is not None:
+            error: str | None = f"the input is not valid JSON: {excerpt(block.invalid_input)}"
+        else:
+            error = tool.validate(block.input)
+        safe = error is None and tool.is_concurrency_safe(plain_json(block.input))
+        call = self._new_call(block, tool, safe=safe, input_error=error)
+        if self._abort is not None:
+            self._abort_call(call, *self._abort)
+        elif self._interrupted and tool.interrupt_behavior == "cancel":
+            self._abort_call(call, AbortReason.INTERRUPT, None)
+        else:
+            self._queue.append(call)
+            self._pump()
+
+    def finish(self) -> None:
+        """No more tools will be added: ``results`` ends once all are received.
+
+        Idempotent; also done when the ``async with`` block ends normally.
+        """
+        self._adding_closed = True
+        self._maybe_end()
+
+    def interrupt(self) -> None:
+        """The user typed a new message: cancel the calls whose tool has
+        ``interrupt_behavior="cancel"`` (running, queued and added later), with
+        :attr:`AbortReason.INTERRUPT`; ``"block"`` tools run on."""
+        if self._exited:
+            return
+        self._interrupted = True
+        for call in self._unfinished():
+            if call.tool is not None and call.tool.interrupt_behavior == "cancel":
+                self._abort_call(call, AbortReason.INTERRUPT, None)
+        self._pump()
+
+    def discard(self) -> None:
+        """Streaming fallback: throw this executor's work away.
+
+        Queued calls never start, running ones are cancelled
+        (:attr:`AbortReason.STREAMING_FALLBACK`, with ``started`` telling which had
+        begun), ``results`` ends at once and ``add_tool`` raises from now on. Every
+        result not received is returned by :meth:`drain` after the block.
+        """
+        if self._discarded or self._exited:
+            return
+        self._discarded = True
+        self._adding_closed = True
+        self._results.end(cut=True)
+        for call in self._unfinished():
+            self._abort_call(call, AbortReason.STREAMING_FALLBACK, None)
+        self._maybe_end()
+
+    def drain(self) -> list[ToolResult]:
+        """After the ``async with`` block: every result not received, in order.
+
+        Together with what ``results`` delivered, that is exactly one result per
+        call added.
+
+        Raises:
+            RuntimeError: the block has not ended yet.
+        """
+        if not self._exited:
+            raise RuntimeError("drain() is for after the executor's async with block")
+        return self._results.take_all()
+
+    # -- bookkeeping (all synchronous) --------------------------------------------------
+
+    def _new_call(
+        self, block: ToolUseBlock, tool: Tool | None, *, safe: bool, input_error: str | None
+    ) -> _Call:
+        call = _Call(block, tool, safe, input_error)
+        self._calls.append(call)
+        self._counts["queued"] += 1
+        return call
+
+    def _unfinished(self) -> list[_Call]:
+        return [c for c in self._calls[self._delivered :] if c.result is None]
+
+    def _set_state(self, call: _Call, state: _State) -> None:
+        self._counts[call.state] -= 1
+        self._counts[state] += 1
+        call.state = state
+
+    def _pump(self) -> None:
+        """Start every queued call that may start, in add order."""
+        self._notice_turn_cancelled()
+        for call in list(self._queue):
+            if self._slots < self._max_concurrency and (
+                self._slots == 0 or (call.safe and self._unsafe_slots == 0)
+            ):
+                self._start(call)
+            elif not call.safe:
+                break  # a non-safe call keeps its place: nothing after it may pass
+
+    def _start(self, call: _Call) -> None:
+        assert self._nursery is not None
+        self._queue.remove(call)
+        self._set_state(call, "executing")
+        self._slots += 1
+        self._unsafe_slots += not call.safe
+        self._peak = max(self._peak, self._slots)
+        self._nursery.start_soon(
+            self._run_call, call, name=f"trio_agent tool {call.block.name} {call.block.id}"
+        )
+
+    def _finish(self, call: _Call, result: ToolResult) -> None:
+        """Make *result* final (the first one wins) and deliver what is in order."""
+        if call.result is not None:
+            return
+        call.result = result
+        self._set_state(call, "finished")
+        self._send_progress(ToolFinished(result.tool_use_id, result.is_error, result.abort_reason))
+        while self._delivered < len(self._calls):
+            ready = self._calls[self._delivered].result
+            if ready is None:
+                break
+            self._results.push(ready)
+            self._delivered += 1
+        self._maybe_end()
+
+    def _abort_call(self, call: _Call, reason: AbortReason, culprit: str | None) -> None:
+        if call.result is not None:
+            return
+        if call.state == "queued" and call in self._queue:
+            self._queue.remove(call)
+        if call.state == "executing":
+            call.scope.cancel(reason=str(reason))
+        message = aborted_message(reason, started=call.started, culprit=culprit)
+        self._finish(call, ToolResult(call.block.id, message, True, reason, call.started))
+
+    def _abort_all(self, reason: AbortReason, culprit: str | None) -> None:
+        """A sticky abort: all unfinished calls now, and every call added later."""
+        if self._abort is None or self._abort[0] is AbortReason.SIBLING_ERROR:
+            self._abort = (reason, culprit)
+        for call in self._unfinished():
+            self._abort_call(call, reason, culprit)
+
+    def _outer_reason(self, exc: BaseException | None) -> AbortReason:
+        if self._abort is not None and self._abort[0] is AbortReason.PERMISSION_REJECTED:
+            return AbortReason.PERMISSION_REJECTED
+        if isinstance(exc, trio.Cancelled) and exc.reason == AbortReason.PERMISSION_REJECTED:
+            return AbortReason.PERMISSION_REJECTED
+        return AbortReason.USER_INTERRUPTED
+
+    def _notice_turn_cancelled(self) -> None:
+        # The turn may be cancelled while no tool task is there to see it: never
+        # start (or accept) a call into a cancelled turn.
+        if (
+            (self._abort is None or self._abort[0] is AbortReason.SIBLING_ERROR)
+            and self._turn_scope is not None
+            and self._turn_scope.cancel_called
+        ):
+            self._abort_all(self._outer_reason(None), None)
+
+    def _send_progress(self, item: ToolProgress | ToolFinished) -> None:
+        # Nobody listens any more: progress is advisory, drop it.
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            self._progress_send.send_nowait(item)
+
+    def _report(self, call: _Call, data: Any) -> None:
+        if call.result is None:  # never progress after the result
+            self._send_progress(ToolProgress(call.block.id, data))
+
+    def _maybe_end(self) -> None:
+        if self._adding_closed and self._counts["finished"] == len(self._calls):
+            self._results.end()
+            self._progress_send.close()
+
+    # -- the tool task --------------------------------------------------------------
+
+    async def _run_call(self, call: _Call) -> None:
+        try:
+            with call.scope:
+                # Never start a tool into an already cancelled scope.
+                await trio.lowlevel.checkpoint_if_cancelled()
+                outcome = await self._execute(call)
+                if outcome is not None:
+                    self._complete(call, *outcome)
+        except BaseException as exc:  # an enclosing scope: turn, or the batch; re-raised
+            self._abort_all(self._outer_reason(exc), None)
+            raise
+        finally:
+            self._slots -= 1
+            self._unsafe_slots -= not call.safe
+            self._pump()
+
+    async def _execute(self, call: _Call) -> tuple[ToolResult, Any] | None:
+        """Permission, then the tool; (result, context modifier), or None if the
+        call was answered otherwise (rejected)."""
+        tool, block = call.tool, call.block
+        assert tool is not None
+        if call.input_error is not None:
+            return self._error(call, invalid_input_message(tool.name, call.input_error)), None
+        input: Mapping[str, Any] = plain_json(block.input)
+        ctx = ToolContext(
+            block.id, tool.name, context=self._context, report=partial(self._report, call)
+        )
+        if self._can_use_tool is not None:
+            try:
+                decision = await self._can_use_tool(tool, input, ctx)
+                if not isinstance(decision, Allow | Deny | Reject):  # pyright: ignore[reportUnnecessaryIsInstance]
+                    raise TypeError(f"can_use_tool returned {type(decision).__name__}")
+            except Exception as exc:
+                return self._error(call, permission_error_message(tool.name, exc)), None
+            if isinstance(decision, Deny):
+                return self._error(call, decision.message), None
+            if isinstance(decision, Reject):
+                self._reject(call, decision.message)
+                return None
+            if decision.updated_input is not None:
+                error = tool.validate(decision.updated_input)
+                if error is not None:
+                    return self._error(call, invalid_input_message(tool.name, error)), None
+                input = plain_json(decision.updated_input)
+        call.started = True
+        try:
+            value = await tool.run(input, ctx)
+        except Exception as exc:
+            return self._error(call, raised_message(tool.name, exc), failed=True), None
+        return self._convert(call, value)
+
+    def _error(self, call: _Call, message: str, *, failed: bool = False) -> ToolResult:
+        if failed:
+            self._cascade(call)
+        return ToolResult(call.block.id, message, True, None, call.started)
+
+    def _convert(self, call: _Call, value: Any) -> tuple[ToolResult, Any]:
+        modifier = None
+        is_error = False
+        content: Any = value
+        if isinstance(value, ToolOutput):
+            content, is_error, modifier = value.content, value.is_error, value.context_modifier
+        if not isinstance(content, str) and not (
+            isinstance(content, Sequence) and all(isinstance(b, _BLOCK_TYPES) for b in content)  # pyright: ignore[reportUnknownVariableType]
+        ):
+            return self._error(call, bad_return_message(call.block.name, value), failed=True), None
+        if is_error:
+            self._cascade(call)
+        return ToolResult(call.block.id, content, is_error, None, True), modifier  # pyright: ignore[reportUnknownArgumentType]
+
+    def _complete(self, call: _Call, result: ToolResult, modifier: Any) -> None:
+        if call.result is not None:
+            return  # aborted while finishing: the synthetic result stands
+        if modifier is not None and not call.safe:
+            try:
+                self._context = modifier(self._context)
+            except Exception as exc:
+                result = ToolResult(
+                    call.block.id,
+                    f"Error: the context modifier of {call.block.name} raised "
+                    f"{type(exc).__name__}: {exc}",
+                    True,
+                    None,
+                    True,
+                )
+        self._finish(call, result)
+
+    def _cascade(self, call: _Call) -> None:
+        """A failed call of a cascading tool cancels every other call of the batch."""
+        if call.tool is None or not call.tool.cancels_siblings_on_error:
+            return
+        if call.result is not None or self._abort is not None:
+            return
+        culprit = call.summary()
+        self._abort = (AbortReason.SIBLING_ERROR, culprit)
+        for other in self._unfinished():
+            if other is not call:
+                self._abort_call(other, AbortReason.SIBLING_ERROR, culprit)
+
+    def _reject(self, call: _Call, message: str) -> None:
+        """The user refused: end the turn (escalation), or the batch without one."""
+        culprit = call.summary()
+        if self._turn_scope is not None:
+            # Cancel first, so a consumer waiting on ``results`` is cancelled now
+            # rather than handed results of a turn that is over.
+            self._turn_scope.cancel(reason=str(AbortReason.PERMISSION_REJECTED))
+        self._abort = (AbortReason.PERMISSION_REJECTED, culprit)
+        self._finish(
+            call,
+            ToolResult(call.block.id, message, True, AbortReason.PERMISSION_REJECTED, False),
+        )
+        self._abort_all(AbortReason.PERMISSION_REJECTED, culprit)
+
+    # -- lifetime ---------------------------------------------------------------------
+
+    def _close(self, exc: BaseException | None) -> None:
+        """The block is over: every call has its result; channels end."""
+        if self._calls and self._unfinished():
+            self._abort_all(self._outer_reason(exc), None)
+        self._exited = True
+        self._adding_closed = True
+        self._results.end()
+        self._progress_send.close()
+
+
+@asynccontextmanager
+async def open_tool_executor(
+    tools: Iterable[Tool],
+    *,
+    turn_scope: trio.CancelScope | None = None,
+    can_use_tool: CanUseTool | None = None,
+    max_concurrency: int = 10,
+    context: Any = None,
+) -> AsyncGenerator[ToolExecutor, None]:
+    """Open a streaming tool executor: tools start while the model still streams.
+
+    Args:
+        tools: the tools the model may call (names must be distinct).
+        turn_scope: the cancel scope of the turn. ``Reject`` from ``can_use_tool``
+            cancels it (``permission_rejected``); without one, a rejection cancels
+            every call of this executor instead.
+        can_use_tool: ``async (tool, input, ctx) -> Allow | Deny | Reject``,
+            consulted inside the call's slot, before the tool runs.
+        max_concurrency: the most tools running at once.
+        context: the shared context value; tools see it as ``ctx.context`` and
+            non-safe tools may change it with ``ToolOutput.context_modifier``.
+
+    Scheduling: a call starts as soon as nothing runs, or it and everything
+    running are concurrency-safe, with fewer than *max_concurrency* running.
+    Calls are considered in order; a non-safe call that cannot start holds back
+    every later one.
+
+    When the block ends normally it waits for the remaining tools (as if
+    ``finish()`` had been called). When it ends by an exception or cancellation,
+    the remaining tools are cancelled. No task outlives the block.
+
+    Example::
+
+        with trio.CancelScope() as turn:
+            async with trio_agent.open_tool_executor(tools, turn_scope=turn) as executor:
+                for block in tool_use_blocks:      # as they stream in
+                    executor.add_tool(block)
+                executor.finish()
+                async for result in executor.results:
+                    send_back(result.to_block())
+        for result in executor.drain():            # what was not received
+            send_back(result.to_block())
+    """
+    executor = ToolExecutor(
+        tools,
+        turn_scope=turn_scope,
+        can_use_tool=can_use_tool,
+        max_concurrency=max_concurrency,
+        context=context,
+    )
+    body_exc: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            executor._nursery = nursery  # pyright: ignore[reportPrivateUsage]
+            try:
+                yield executor
+            except BaseException as exc:
+                body_exc = exc
+                executor._abort_all(executor._outer_reason(exc), None)  # pyright: ignore[reportPrivateUsage]
+                raise
+            executor.finish()
+    except BaseExceptionGroup as group:
+        # Tool tasks never raise anything but Cancelled, so this nursery is an
+        # implementation detail: give back the body's own exception, or a
+        # single Cancelled, rather than a group.
+        _cancelled, rest = group.split(trio.Cancelled)
+        if rest is None:
+            raise body_exc if isinstance(body_exc, trio.Cancelled) else _first_leaf(group)  # noqa: B904
+        if body_exc is not None and rest.split(lambda e: e is body_exc)[1] is None:
+            raise body_exc from body_exc.__cause__
+        raise
+    finally:
+        executor._close(body_exc)  # pyright: ignore[reportPrivateUsage]
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first

@@ -1,0 +1,392 @@
+"""query(): the agent's turn loop, a state machine over streamed model calls.
+
+Each iteration streams one model call into a fresh tool executor (tools start at
+their ``content_block_stop``, while the model still streams), forwards what happens
+as events, and then asks :mod:`trio_agent._recovery` what comes next. The history
+is only ever appended to with messages that were sent as events, so a consumer
+that appends every ``AssistantMessage`` / ``UserMessage`` event to its own copy
+holds exactly ``TurnEnd.messages`` (except after a :class:`Compacted` event, which
+replaces the history).
+
+Per-block messages (the client's one-block ``AssistantMessage`` at each
+``content_block_stop``) are not forwarded as messages: they are sent as
+:class:`BlockFinished` notices, and the complete ``AssistantMessage`` follows once
+per model call, right after its stream ends (while its tools may still run). An
+answer that is dropped (``max_tokens`` escalation, overloaded retry or fallback)
+is never sent as a message; a ``pause_turn`` answer is held back and sent merged
+with its continuation, so two assistant messages never follow each other. After
+an abort the finished blocks of a cut answer are sent as one message
+(``stop_reason`` None) followed by a result for each of its tool uses.
+
+Example::
+
+    async with trio_agent.query(client, [UserMessage("Fix the bug")], tools=tools,
+                                model="claude-sonnet-4-5", max_tokens=8192) as events:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                print(event.text, end="")
+            elif isinstance(event, TurnEnd):
+                history = event.messages
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeAlias
+
+import attrs
+import trio
+
+from . import _recovery as rec
+from ._attempt import Attempt, ModelCaller, Phase, registered
+from ._control import TurnControl
+from ._exceptions import OverloadedError, PromptTooLongError
+from ._messages import Message, ToolUseBlock
+from ._permissions import CanUseTool
+from ._results import AbortReason
+from ._state import (
+    Compacted,
+    ModelFallback,
+    QueryEvent,
+    State,
+    TurnEnd,
+    TurnEndReason,
+)
+from ._tools import Tool
+
+__all__ = ["Compactor", "StopHook", "StopHookResult", "query"]
+
+
+@attrs.frozen
+class StopHookResult:
+    """What a stop hook says about the end of a turn.
+
+    Attributes:
+        block: True to refuse the end: the loop sends *message* as a user message
+            and calls the model again (transition ``stop_hook_blocking``).
+        message: what the model reads when the hook blocks.
+    """
+
+    block: bool = False
+    message: str | None = None
+
+
+StopHook: TypeAlias = Callable[[tuple[Message, ...]], Awaitable[StopHookResult | None]]
+Compactor: TypeAlias = Callable[[tuple[Message, ...]], Awaitable[Sequence[Message]]]
+
+_DEFAULT_BLOCK_MESSAGE = "A stop hook blocked the end of the turn; continue."
+
+
+@attrs.define(eq=False)
+class _Loop:
+    caller: ModelCaller
+    max_turns: int | None
+    fallback_model: str | None
+    stop_hooks: Sequence[StopHook]
+    compactor: Compactor | None
+    control: TurnControl
+    send: trio.MemorySendChannel[QueryEvent]
+
+    # -- the loop -----------------------------------------------------------------
+
+    async def run(self, state: State) -> None:
+        with self.send:
+            end = await self._run(state)
+            await self.send.send(end)
+
+    async def _run(self, state: State) -> TurnEnd:
+        last_phase: Phase = "streaming"
+        while True:
+            if self.control.aborted or self.control.interrupted:
+                return await self._end(state, _aborted_reason(last_phase), self._why_aborted())
+            attempt = await self.caller.call(state)
+            last_phase = attempt.phase
+            if attempt.result is not None:
+                state = rec.succeeded(state, attempt.result.message.usage)
+            if attempt.aborted or (self.control.interrupted and attempt.error is None):
+                return await self._end_attempt(state, attempt)
+            if attempt.error is not None:
+                outcome = await self._recover_error(state, attempt)
+            else:
+                outcome = await self._decide(state, attempt)
+            if isinstance(outcome, TurnEnd):
+                return outcome
+            state = outcome
+            if rec.exceeds_max_turns(state, self.max_turns):
+                return await self._end(
+                    state,
+                    TurnEndReason.MAX_TURNS,
+                    message=f"The turn used its {self.max_turns} model turns.",
+                )
+            assert state.transition is not None
+            await self.send.send(state.transition)
+
+    async def _decide(self, state: State, attempt: Attempt) -> State | TurnEnd:
+        """The next state after a complete answer (already sent unless dropped)."""
+        assert attempt.result is not None
+        answer = attempt.result.message
+        message = rec.merge_paused(state.paused, answer)
+        outcome = rec.classify_answer(state, answer)
+        if outcome is rec.Outcome.TOOLS:
+            results = attempt.results_message(message)
+            await self.send.send(results)
+            if self.control.aborted or self.control.interrupted:
+                # Aborted once the tools were done: the pair is complete, stop here.
+                return await self._end(
+                    _append(state, message, results),
+                    TurnEndReason.ABORTED_TOOLS,
+                    self._why_aborted(),
+                )
+            return rec.after_tools(state, message, results)
+        if outcome is rec.Outcome.ESCALATE:
+            return rec.escalate(state)
+        if outcome is rec.Outcome.PAUSE:
+            return rec.pause(state, message)
+        if outcome is rec.Outcome.RECOVER:
+            state = rec.recover(state, message)
+            await self.send.send(state.messages[-1])
+            return state
+        if outcome is rec.Outcome.EXHAUSTED:
+            return await self._end(
+                _append(state, message),
+                TurnEndReason.ERROR,
+                message="The answer hit max_tokens again after every recovery.",
+            )
+        blocked = await self._stop_hooks(_append(state, message))
+        if blocked is None or isinstance(blocked, TurnEnd):
+            return blocked or await self._end(_append(state, message), TurnEndReason.COMPLETED)
+        state = rec.stop_hook_block(state, message, blocked)
+        await self.send.send(state.messages[-1])
+        return state
+
+    # -- one model call -----------------------------------------------------------
+
+    async def _end_attempt(self, state: State, attempt: Attempt) -> TurnEnd:
+        """The turn was aborted, rejected or interrupted during *attempt*: keep what
+        the model finished, answer each of its tool uses, and end."""
+        answer = (
+            attempt.result.message if attempt.result is not None else attempt.partial(state.model)
+        )
+        added: list[Message] = []
+        if answer is not None:
+            message = rec.merge_paused(state.paused, answer)
+            if not attempt.answer_sent:
+                await self.send.send(message)
+            added.append(message)
+            if message.tool_uses:
+                results = attempt.results_message(message)
+                await self.send.send(results)
+                added.append(results)
+        why = self._why_aborted(attempt)
+        if why == AbortReason.PERMISSION_REJECTED:
+            reason = TurnEndReason.PERMISSION_REJECTED
+        else:
+            reason = _aborted_reason(attempt.phase)
+        return await self._end(_append(state, *added) if added else state, reason, why)
+
+    def _why_aborted(self, attempt: Attempt | None = None) -> str | None:
+        if self.control.aborted:
+            return self.control.abort_reason
+        if attempt is not None and any(
+            r.abort_reason is AbortReason.PERMISSION_REJECTED for r in attempt.results().values()
+        ):
+            return str(AbortReason.PERMISSION_REJECTED)
+        if self.control.interrupted:
+            return str(AbortReason.INTERRUPT)
+        return None  # pragma: no cover - only TurnControl and Reject cancel a turn
+
+    async def _recover_error(self, state: State, attempt: Attempt) -> State | TurnEnd:
+        error = attempt.error
+        assert error is not None
+        if isinstance(error, OverloadedError):
+            results = attempt.results()
+            started = [
+                b
+                for b in attempt.blocks
+                if isinstance(b, ToolUseBlock) and b.id in results and results[b.id].started
+            ]
+            next_state = rec.on_overloaded(state, self.fallback_model, started)
+            if next_state is not None:
+                if next_state.model != state.model:
+                    notice = ModelFallback(
+                        state.model, next_state.model, next_state.dropped_started
+                    )
+                    await self.send.send(notice)
+                return next_state
+        elif (
+            isinstance(error, PromptTooLongError)
+            and self.compactor is not None
+            and not state.has_attempted_compact
+        ):
+            return await self._compact(state)
+        return await self._end(state, TurnEndReason.ERROR, error=error)
+
+    async def _compact(self, state: State) -> State | TurnEnd:
+        assert self.compactor is not None
+        scope = trio.CancelScope()
+        with registered(self.control, scope), scope:
+            try:
+                messages = tuple(await self.compactor(state.messages))
+            except Exception as exc:
+                return await self._end(state, TurnEndReason.ERROR, error=exc)
+            await self.send.send(Compacted(messages))
+            return rec.compacted(state, messages)
+        return await self._end(state, TurnEndReason.ABORTED_STREAMING, self._why_aborted())
+
+    async def _stop_hooks(self, state: State) -> str | TurnEnd | None:
+        """Run every stop hook on the history; the blocking messages joined, or None."""
+        blocking: list[str] = []
+        scope = trio.CancelScope()
+        with registered(self.control, scope), scope:
+            for hook in self.stop_hooks:
+                try:
+                    result = await hook(state.messages)
+                except Exception as exc:
+                    return await self._end(state, TurnEndReason.ERROR, error=exc)
+                if result is not None and result.block:
+                    blocking.append(result.message or _DEFAULT_BLOCK_MESSAGE)
+            return "\n\n".join(blocking) if blocking else None
+        return await self._end(state, TurnEndReason.ABORTED_TOOLS, self._why_aborted())
+
+    async def _end(
+        self,
+        state: State,
+        reason: TurnEndReason,
+        abort_reason: str | None = None,
+        *,
+        error: Exception | None = None,
+        message: str | None = None,
+    ) -> TurnEnd:
+        """The TurnEnd for *state*; a paused answer still aside joins the history."""
+        if state.paused is not None:
+            await self.send.send(state.paused)
+            state = _append(state, state.paused)
+        if error is not None and message is None:
+            message = f"{type(error).__name__}: {error}"
+        return TurnEnd(
+            reason=reason,
+            usage=state.usage,
+            messages=state.messages,
+            turns=state.turn_count,
+            error=error,
+            message=message,
+            abort_reason=abort_reason,
+        )
+
+
+def _append(state: State, *messages: Message) -> State:
+    """*state* with *messages* in the history and no answer kept aside (a paused
+    answer is always merged into the message that follows it)."""
+    return attrs.evolve(state, messages=(*state.messages, *messages), paused=None)
+
+
+def _aborted_reason(phase: Phase) -> TurnEndReason:
+    return TurnEndReason.ABORTED_STREAMING if phase == "streaming" else TurnEndReason.ABORTED_TOOLS
+
+
+@asynccontextmanager
+async def query(
+    client: Any,
+    messages: Sequence[Message],
+    *,
+    tools: Sequence[Tool],
+    system: Any = None,
+    model: str,
+    max_tokens: int,
+    can_use_tool: CanUseTool | None = None,
+    max_turns: int | None = None,
+    fallback_model: str | None = None,
+    stop_hooks: Sequence[StopHook] = (),
+    compactor: Compactor | None = None,
+    max_tool_concurrency: int = 10,
+    control: TurnControl | None = None,
+    **params: Any,
+) -> AsyncGenerator[trio.MemoryReceiveChannel[QueryEvent]]:
+    """Run one user turn: stream the model, run its tools, recover, until it ends.
+
+    Use it like a ``@trio.as_safe_channel`` function::
+
+        async with query(client, messages, tools=tools, model=m, max_tokens=8192) as events:
+            async for event in events:
+                ...
+
+    The loop runs in a background task that owns the tools; leaving the ``async
+    with`` block early cancels it (the turn then sends no ``TurnEnd``).
+
+    Args:
+        client: an :class:`~trio_agent.AnthropicClient` (anything with its
+            ``stream(model=, messages=, max_tokens=, system=, tools=, **params)``).
+        messages: the history, ending with the user's message; not modified.
+        tools: the tools the model may call.
+        system: the system prompt (a string or a list of blocks).
+        model: the model to use.
+        max_tokens: output tokens per call (escalated once to 64k on ``max_tokens``).
+        can_use_tool: the permission check, e.g. a :class:`~trio_agent.PermissionRules`.
+        max_turns: at most this many model turns (calls that follow new messages).
+        fallback_model: used after 3 overloaded errors in a row.
+        stop_hooks: ``async (history) -> StopHookResult | None``, run when the model
+            ends its answer; one that blocks makes the model go on.
+        compactor: ``async (history) -> new history``, run once when the prompt is
+            too long.
+        max_tool_concurrency: at most this many tools at once.
+        control: a :class:`~trio_agent.TurnControl` to abort or interrupt the turn.
+        **params: more Messages API parameters (``temperature``, ``thinking``...).
+
+    Yields:
+        A channel of events: :class:`TextDelta`, :class:`ThinkingDelta`,
+        :class:`BlockFinished`, :class:`~trio_agent.AssistantMessage` (complete
+        answers, each appended to the history), :class:`ToolResult`,
+        :class:`ToolProgress`, :class:`ToolFinished`,
+        :class:`~trio_agent.UserMessage` (tool results, "continue" and stop-hook
+        messages, each appended to the history), :class:`Compacted`,
+        :class:`ModelFallback`, :class:`Transition`, and a last :class:`TurnEnd`.
+
+    Raises:
+        ValueError: ``max_tokens``, ``max_turns`` or ``max_tool_concurrency`` < 1.
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
+    if max_turns is not None and max_turns < 1:
+        raise ValueError(f"max_turns must be at least 1, not {max_turns}")
+    if max_tool_concurrency < 1:
+        raise ValueError(f"max_tool_concurrency must be at least 1, not {max_tool_concurrency}")
+    send: trio.MemorySendChannel[QueryEvent]
+    receive: trio.MemoryReceiveChannel[QueryEvent]
+    send, receive = trio.open_memory_channel(0)
+    control = control if control is not None else TurnControl()
+    caller = ModelCaller(
+        client=client,
+        tools=tuple(tools),
+        system=system,
+        can_use_tool=can_use_tool,
+        max_tool_concurrency=max_tool_concurrency,
+        control=control,
+        params=params,
+        send=send,
+    )
+    loop = _Loop(
+        caller=caller,
+        max_turns=max_turns,
+        fallback_model=fallback_model,
+        stop_hooks=tuple(stop_hooks),
+        compactor=compactor,
+        control=control,
+        send=send,
+    )
+    state = State(messages=tuple(messages), model=model, max_tokens=max_tokens)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(loop.run, state)
+            with receive:
+                yield receive
+            nursery.cancel_scope.cancel(reason="left the query() block")
+    except BaseExceptionGroup as group:
+        # The nurseries are an implementation detail: one error (the loop's or the
+        # consumer's), however deeply nested, is raised as itself.
+        leaf: BaseException = group
+        while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+            leaf = leaf.exceptions[0]  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(leaf, BaseExceptionGroup):
+            raise
+        raise leaf from None

@@ -1,0 +1,192 @@
+"""What the executor hands back: results, progress, abort reasons, statistics.
+
+Also the wording of the results the executor makes up itself (unknown tool,
+invalid input, a tool that raised, a call cancelled before or while running):
+they are read by the model, so they say what happened in plain words.
+Everything here is pure and synchronous: a synthetic result never needs an
+``await``, so it can be built even inside a cancelled scope.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ._messages import ContentBlock, ToolResultBlock
+
+__all__ = [
+    "AbortReason",
+    "ExecutorStatistics",
+    "ToolFinished",
+    "ToolProgress",
+    "ToolResult",
+]
+
+
+class AbortReason(enum.StrEnum):
+    """Why the executor cancelled a tool call, or never started it.
+
+    Each value is also the ``reason`` given to ``CancelScope.cancel()``.
+    """
+
+    #: A tool with ``cancels_siblings_on_error`` failed; its siblings are cancelled.
+    SIBLING_ERROR = "sibling_error"
+    #: The turn scope was cancelled from outside (Ctrl+C, ``abort()``).
+    USER_INTERRUPTED = "user_interrupted"
+    #: ``executor.interrupt()``: the user typed a new message.
+    INTERRUPT = "interrupt"
+    #: ``can_use_tool`` answered :class:`~trio_agent.Reject`: the turn ends.
+    PERMISSION_REJECTED = "permission_rejected"
+    #: ``executor.discard()``: the model's response was thrown away.
+    STREAMING_FALLBACK = "streaming_fallback"
+
+
+@attrs.frozen
+class ToolResult:
+    """The one answer to one ``tool_use`` block.
+
+    Attributes:
+        tool_use_id: the id of the ``tool_use`` block this answers.
+        content: text, or a tuple of content blocks.
+        is_error: whether the model should read this as a failure.
+        abort_reason: set when the executor cancelled the call or never ran it.
+        started: whether the tool's ``run`` had been called (its side effects
+            may have happened even when it was cancelled).
+    """
+
+    tool_use_id: str
+    content: str | tuple[ContentBlock, ...] = attrs.field(
+        converter=lambda c: c if isinstance(c, str) else tuple(c)  # pyright: ignore
+    )
+    is_error: bool = False
+    abort_reason: AbortReason | None = None
+    started: bool = False
+
+    def to_block(self) -> ToolResultBlock:
+        """The ``tool_result`` block to send back to the model."""
+        return ToolResultBlock(self.tool_use_id, self.content, is_error=self.is_error)
+
+
+@attrs.frozen
+class ToolProgress:
+    """Progress a running tool reported with ``ctx.progress(data)``."""
+
+    tool_use_id: str
+    data: Any
+
+
+@attrs.frozen
+class ToolFinished:
+    """Sent on ``executor.progress`` the moment a call's result is final."""
+
+    tool_use_id: str
+    is_error: bool
+    abort_reason: AbortReason | None = None
+
+
+@attrs.frozen
+class ExecutorStatistics:
+    """A snapshot of an executor (``executor.statistics()``).
+
+    ``queued + executing + finished`` is the number of calls added.
+
+    Attributes:
+        queued: calls waiting for their turn.
+        executing: calls started whose result is not final yet.
+        finished: calls whose result is final (delivered or not).
+        peak_concurrency: the most tool tasks that ever ran at once.
+    """
+
+    queued: int
+    executing: int
+    finished: int
+    peak_concurrency: int
+
+
+# -- wording of synthetic results -------------------------------------------------
+
+_SUMMARY_LIMIT = 40
+
+
+def summarize_call(name: str, input: Mapping[str, Any]) -> str:
+    """``Bash(mkdir x)``: a tool call in a few words, for messages to the model."""
+    text = ""
+    for value in input.values():
+        if isinstance(value, str):
+            text = value
+            break
+    else:
+        if input:
+            first = next(iter(input.values()))
+            try:
+                text = json.dumps(first, default=str)
+            except ValueError:  # circular structure: fall back to repr
+                text = repr(first)
+    text = " ".join(text.split())
+    if len(text) > _SUMMARY_LIMIT:
+        text = text[: _SUMMARY_LIMIT - 1] + "…"
+    return f"{name}({text})"
+
+
+def unknown_tool_message(name: str, known: Sequence[str]) -> str:
+    """The error for a call to a tool that does not exist."""
+    available = ", ".join(sorted(known)) if known else "(none)"
+    return f"Error: No such tool: {name}. Available tools: {available}"
+
+
+def invalid_input_message(name: str, error: str) -> str:
+    """The error for a call whose input is not valid."""
+    return f"InputValidationError: {name}: {error}"
+
+
+def raised_message(name: str, exc: BaseException) -> str:
+    """The error for a tool that raised."""
+    detail = str(exc)
+    kind = type(exc).__name__
+    return f"Error: {name} raised {kind}: {detail}" if detail else f"Error: {name} raised {kind}"
+
+
+def bad_return_message(name: str, value: object) -> str:
+    """The error for a tool that returned something the model cannot read."""
+    return (
+        f"Error: {name} returned {type(value).__name__}, "
+        "expected a str, a list of content blocks or a ToolOutput"
+    )
+
+
+def permission_error_message(name: str, exc: BaseException) -> str:
+    """The error for a permission check that raised or answered nonsense."""
+    return f"Error: the permission check for {name} failed: {type(exc).__name__}: {exc}"
+
+
+def aborted_message(reason: AbortReason, *, started: bool, culprit: str | None) -> str:
+    """What the model reads for a call the executor cancelled or never ran.
+
+    Args:
+        reason: why.
+        started: whether the tool had started (it may have partly run).
+        culprit: the call that caused it (``Bash(mkdir x)``), when known.
+    """
+    tail = (
+        " It was stopped while running and may have partly completed."
+        if started
+        else " It was not run."
+    )
+    if reason is AbortReason.SIBLING_ERROR:
+        who = culprit or "another call"
+        return f"Cancelled: parallel tool call {who} errored.{tail}"
+    if reason is AbortReason.INTERRUPT:
+        return f"Interrupted: the user sent a new message.{tail}"
+    if reason is AbortReason.PERMISSION_REJECTED:
+        who = f"tool call {culprit}" if culprit else "another tool call"
+        return f"Cancelled: the user rejected {who}, ending the turn.{tail}"
+    if reason is AbortReason.STREAMING_FALLBACK:
+        return f"Cancelled: the model's response was discarded (streaming fallback).{tail}"
+    return (
+        "Interrupted by the user: the user doesn't want to proceed with this tool "
+        f"use.{tail} Wait for the user to tell you how to proceed."
+    )
