@@ -1,0 +1,299 @@
+"""Layer 4: a conversation with history, transcript, interrupt/abort and usage totals.
+
+Example::
+
+    session = trio_agent.Session(client, tools, model="claude-sonnet-4-5",
+                                 transcript_path="session.jsonl")
+    async with session.submit("Fix the failing test") as events:
+        async for event in events:
+            ...
+    session.messages   # the history, valid for the API
+    session.usage      # token totals over every turn
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from typing import Any, final
+
+import attrs
+import trio
+
+from ._messages import AssistantMessage, ContentBlock, Message, Usage, UserMessage
+from ._permissions import CanUseTool
+from ._tools import Tool
+from ._transcript import TranscriptWriter, read_transcript, repair_history
+
+__all__ = ["Session", "estimate_cost"]
+
+# USD per million tokens (input, output) by a part of the model name, most specific
+# first; cache writes cost 1.25x input, cache reads 0.1x. List prices, an estimate.
+_PRICES: Sequence[tuple[str, float, float]] = (
+    ("opus-4-5", 5.0, 25.0),
+    ("opus", 15.0, 75.0),
+    ("sonnet", 3.0, 15.0),
+    ("3-5-haiku", 0.8, 4.0),
+    ("3-haiku", 0.25, 1.25),
+    ("haiku", 1.0, 5.0),
+)
+
+
+def estimate_cost(model: str, usage: Usage) -> float | None:
+    """Estimated USD cost of *usage* on *model*, or None for an unknown model family."""
+    name = model.lower()
+    for part, inp, out in _PRICES:
+        if part in name:
+            dollars = (
+                usage.input_tokens * inp
+                + usage.output_tokens * out
+                + (usage.cache_creation_input_tokens or 0) * inp * 1.25
+                + (usage.cache_read_input_tokens or 0) * inp * 0.1
+            )
+            return dollars / 1_000_000
+    return None
+
+
+def _tools(value: Sequence[Tool]) -> tuple[Tool, ...]:
+    return tuple(value)
+
+
+@final
+@attrs.define(eq=False)
+class Session:
+    """A conversation with a model and a set of tools.
+
+    Args:
+        client: an :class:`~trio_agent.AnthropicClient` (anything ``query`` accepts).
+        tools: the tools the model may call.
+        model: the model name.
+        system: the system prompt (a string or a list of blocks).
+        transcript_path: a JSONL file the history is appended to as each message
+            completes (fsynced at the end of each turn); ``None`` for no transcript.
+        can_use_tool: the permission callback (e.g. ``PermissionRules.default()``).
+        max_tokens: output tokens per model call.
+        fallback_model: the model to switch to after repeated overload errors.
+        max_turns: model calls per submitted prompt, at most.
+        query_options: more keyword arguments for :func:`trio_agent.query`
+            (``stop_hooks``, ``compactor``, ``max_tool_concurrency``...).
+        messages: the history to start from (see :meth:`resume`).
+    """
+
+    client: Any
+    tools: Sequence[Tool] = attrs.field(converter=_tools)
+    model: str = attrs.field(kw_only=True)
+    system: Any = attrs.field(default=None, kw_only=True)
+    transcript_path: str | os.PathLike[str] | None = attrs.field(default=None, kw_only=True)
+    can_use_tool: CanUseTool | None = attrs.field(default=None, kw_only=True)
+    max_tokens: int = attrs.field(default=8192, kw_only=True)
+    fallback_model: str | None = attrs.field(default=None, kw_only=True)
+    max_turns: int | None = attrs.field(default=None, kw_only=True)
+    query_options: Mapping[str, Any] = attrs.field(factory=dict[str, Any], kw_only=True)
+    _messages: list[Message] = attrs.field(factory=list[Message], kw_only=True, alias="messages")
+    _usage: Usage = attrs.field(factory=Usage, init=False)
+    _writer: TranscriptWriter | None = attrs.field(default=None, init=False)
+    _truncate_to: int | None = attrs.field(default=None, init=False)
+    _control: Any = attrs.field(default=None, init=False)
+    _busy: bool = attrs.field(default=False, init=False)
+
+    @classmethod
+    def resume(
+        cls,
+        path: str | os.PathLike[str],
+        client: Any,
+        tools: Sequence[Tool],
+        **kwargs: Any,
+    ) -> Session:
+        """Continue the conversation recorded in the transcript at *path*.
+
+        The history comes back valid for the API even after a crash: a torn last
+        line is dropped, tool calls that never finished get an "interrupted"
+        error result (also appended to the file on the next turn). ``model`` and
+        ``system`` default to the transcript header's; new messages are appended to
+        the same file.
+
+        Raises:
+            TranscriptError: the file cannot be read or a line other than the last
+                is corrupt; no model in the header nor in *kwargs*.
+        """
+        from ._exceptions import TranscriptError
+
+        transcript = read_transcript(path)
+        kwargs.setdefault("system", transcript.system)
+        if "model" not in kwargs:
+            if transcript.model is None:
+                raise TranscriptError(f"{os.fspath(path)!r} has no header: pass model=")
+            kwargs["model"] = transcript.model
+        session = cls(
+            client, tools, transcript_path=path, messages=list(transcript.messages), **kwargs
+        )
+        session._truncate_to = transcript.valid_length
+        session._usage = sum(
+            (m.usage for m in transcript.messages if isinstance(m, AssistantMessage)), Usage()
+        )
+        if transcript.repaired_tool_use_ids:
+            # The file lacks the synthetic results: record the repaired history.
+            session._open_writer().replace_history(transcript.messages)
+        return session
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The history: every message so far, valid for the API between turns."""
+        return tuple(self._messages)
+
+    @property
+    def usage(self) -> Usage:
+        """Token usage summed over every model call of every turn."""
+        return self._usage
+
+    @property
+    def cost(self) -> float | None:
+        """Estimated USD cost so far (list prices), or None for an unknown model."""
+        return estimate_cost(self.model, self._usage)
+
+    @property
+    def running(self) -> bool:
+        """Whether a turn is running."""
+        return self._busy
+
+    def _open_writer(self) -> TranscriptWriter:
+        if self._writer is None:
+            assert self.transcript_path is not None
+            self._writer = TranscriptWriter.open(
+                self.transcript_path,
+                model=self.model,
+                system=self.system,
+                truncate_to=self._truncate_to,
+            )
+            self._truncate_to = None
+        return self._writer
+
+    def _record(self, message: Message) -> None:
+        self._messages.append(message)
+        if self.transcript_path is not None:
+            self._open_writer().append(message)
+
+    def _replace(self, messages: Sequence[Message]) -> None:
+        self._messages = list(messages)
+        if self.transcript_path is not None:
+            self._open_writer().replace_history(self._messages)
+
+    def interrupt(self) -> None:
+        """A new message arrived: stop the tools declared ``interrupt_behavior="cancel"``.
+
+        ``"block"`` tools run on; the turn ends once they finish. No-op between turns.
+        """
+        if self._control is not None:
+            self._control.interrupt()
+
+    def abort(self) -> None:
+        """Cancel the running turn (Ctrl+C): reason ``user_interrupted``.
+
+        Every tool call already made is answered (synthetic results where needed),
+        so the history stays valid. No-op between turns.
+        """
+        if self._control is not None:
+            self._control.abort()
+
+    def close(self) -> None:
+        """Close the transcript file (a later turn reopens it)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    @contextlib.asynccontextmanager
+    async def submit(
+        self, prompt: str | Sequence[ContentBlock]
+    ) -> AsyncGenerator[trio.abc.ReceiveChannel[Any]]:
+        """Send *prompt* and run one turn; yields the channel of the turn's events.
+
+        The events are those of :func:`trio_agent.query`, in order; the history
+        and the transcript are updated as each message completes. Leaving the
+        block early aborts the turn (the history stays valid).
+
+        Raises:
+            trio.BusyResourceError: another turn of this session is running.
+        """
+        if self._busy:
+            raise trio.BusyResourceError("a turn of this session is already running")
+        self._busy = True
+        try:
+            self._record(UserMessage(prompt if isinstance(prompt, str) else tuple(prompt)))
+            async with self._turn() as events:
+                yield events
+        finally:
+            self._control = None
+            self._busy = False
+            self._finish_turn()
+
+    def _finish_turn(self) -> None:
+        # Whatever happened (an early exit, an error), the history stays valid.
+        fixed, ids = repair_history(self._messages)
+        if ids:
+            self._replace(fixed)
+        if self._writer is not None:
+            self._writer.sync()
+
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncGenerator[trio.abc.ReceiveChannel[Any]]:
+        from ._loop import TurnControl, query
+        from ._state import Compacted, TurnEnd
+
+        control = self._control = TurnControl()
+        on_event = _Recorder(self, Compacted, TurnEnd)
+        async with (
+            query(
+                self.client,
+                self.messages,
+                tools=self.tools,
+                system=self.system,
+                model=self.model,
+                max_tokens=self.max_tokens,
+                can_use_tool=self.can_use_tool,
+                max_turns=self.max_turns,
+                fallback_model=self.fallback_model,
+                control=control,
+                **self.query_options,
+            ) as events,
+            _observed(events, on_event) as observed,
+        ):
+            yield observed
+
+
+@attrs.define(eq=False)
+class _Recorder:
+    session: Session
+    compacted_type: type
+    turn_end_type: type
+    before: int = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.before = len(self.session._messages)
+
+    def __call__(self, event: Any) -> None:
+        s = self.session
+        if isinstance(event, (AssistantMessage, UserMessage)):
+            s._record(event)
+        elif isinstance(event, self.compacted_type):
+            s._replace(event.messages)
+        elif isinstance(event, self.turn_end_type):
+            s._usage = s._usage + event.usage
+            final = list(event.messages)
+            if final != s._messages:
+                # The loop rewrote the turn (a dropped attempt, a merged pause,
+                # an injected message): its history is the truth.
+                if final[: len(s._messages)] == s._messages:
+                    for m in final[len(s._messages) :]:
+                        s._record(m)
+                else:
+                    s._replace(final)
+
+
+@trio.as_safe_channel
+async def _observed(
+    events: trio.abc.ReceiveChannel[Any], on_event: Callable[[Any], None]
+) -> AsyncGenerator[Any]:
+    async for event in events:
+        on_event(event)
+        yield event

@@ -1,0 +1,325 @@
+"""The JSONL transcript: one line per message, appended as each message completes.
+
+File format (UTF-8, one JSON object per line)::
+
+    {"type": "header", "version": 1, "model": "...", "system": ..., "ts": 1712345678.123}
+    {"type": "user", "message": {"role": "user", "content": "..."}, "ts": ...}
+    {"type": "assistant", "message": {<AssistantMessage.to_api()>}, "ts": ...}
+    {"type": "history", "messages": [...], "ts": ...}
+
+A ``history`` line replaces the whole history at once (after a compaction, or when
+the loop rewrote the turn's messages, e.g. dropping a failed attempt); being one
+line, it is as atomic as the others.
+
+Each line is written with a single ``os.write`` of the whole line, newline
+included, on a file opened with ``O_APPEND``, so a crash leaves at most one torn
+line, the last one. The writer fsyncs at the end of each turn.
+
+Reading back (:func:`read_transcript`) tolerates exactly what a crash can do: a
+torn last line is dropped, and the history is repaired so that it is valid for
+the Messages API (:func:`repair_history`): every ``tool_use`` gets a
+``tool_result``, synthetic where the session ended before the tool finished. A
+corrupt line anywhere else is a :class:`TranscriptError` naming the line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, final
+
+import attrs
+
+from ._exceptions import TranscriptError, TrioAgentError, excerpt
+from ._messages import (
+    AssistantMessage,
+    ContentBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    UserMessage,
+    message_from_api,
+)
+
+__all__ = [
+    "INTERRUPTED_TOOL_MESSAGE",
+    "Transcript",
+    "TranscriptWriter",
+    "read_transcript",
+    "repair_history",
+]
+
+#: The content of a synthetic tool_result for a tool the session never finished.
+INTERRUPTED_TOOL_MESSAGE: Final = "interrupted: the session ended before this tool finished"
+
+_VERSION: Final = 1
+
+
+def _line(record: Mapping[str, Any]) -> bytes:
+    # ensure_ascii keeps U+2028 and friends escaped: a line is always one line.
+    return (json.dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
+
+
+def _now() -> float:
+    return round(time.time(), 3)
+
+
+@final
+@attrs.define(eq=False)
+class TranscriptWriter:
+    """Appends messages to a transcript file, one atomic line each.
+
+    Writes are synchronous (one small ``os.write`` per message, to the page
+    cache); :meth:`sync` makes them durable and is called at the end of each turn.
+
+    Example::
+
+        writer = TranscriptWriter.open(path, model="claude-sonnet-4-5")
+        writer.append(UserMessage("hello"))
+        writer.sync()
+        writer.close()
+    """
+
+    path: str
+    _fd: int | None = attrs.field(alias="fd")
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        model: str,
+        system: Any = None,
+        truncate_to: int | None = None,
+    ) -> TranscriptWriter:
+        """Open *path* for appending (created if missing) and write a header line.
+
+        Args:
+            path: the transcript file.
+            model: the session's model, recorded in the header.
+            system: the session's system prompt (a string or a list of blocks).
+            truncate_to: cut the file to this many bytes first: used on resume to
+                drop a torn last line, so new lines never join its fragment.
+        """
+        path = os.fspath(path)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            if truncate_to is not None:
+                os.ftruncate(fd, truncate_to)
+            writer = cls(path, fd=fd)
+            writer._write(
+                {
+                    "type": "header",
+                    "version": _VERSION,
+                    "model": model,
+                    "system": system,
+                    "ts": _now(),
+                }
+            )
+        except BaseException:
+            os.close(fd)
+            raise
+        return writer
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def _write(self, record: Mapping[str, Any]) -> None:
+        if self._fd is None:
+            raise TranscriptError(f"transcript {self.path!r} is closed")
+        data = _line(record)
+        view = memoryview(data)
+        # One write is the rule (lines stay atomic); loop only on a short write,
+        # which regular files do not do short of a full disk.
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+
+    def append(self, message: Message) -> None:
+        """Append one completed message as one line."""
+        kind = "user" if isinstance(message, UserMessage) else "assistant"
+        self._write({"type": kind, "message": message.to_api(), "ts": _now()})
+
+    def replace_history(self, messages: Sequence[Message]) -> None:
+        """Append one line that replaces the whole history with *messages*."""
+        self._write({"type": "history", "messages": [m.to_api() for m in messages], "ts": _now()})
+
+    def sync(self) -> None:
+        """Make every line written so far durable (``fsync``)."""
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Close the file (idempotent); does not fsync."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+@attrs.frozen
+class Transcript:
+    """A transcript read back: the header's facts and a valid history.
+
+    Attributes:
+        model: the model of the last header line, or None without a header.
+        system: the system prompt of the last header line.
+        messages: the history, repaired to be valid for the Messages API.
+        valid_length: bytes of the file that hold whole lines; a writer resuming
+            the file truncates it to this length first.
+        torn_line: whether an incomplete last line was dropped.
+        repaired_tool_use_ids: tool_use ids answered with a synthetic result.
+    """
+
+    model: str | None
+    system: Any
+    messages: tuple[Message, ...]
+    valid_length: int
+    torn_line: bool = False
+    repaired_tool_use_ids: tuple[str, ...] = ()
+
+
+def _parse_line(raw: bytes, lineno: int) -> Mapping[str, Any]:
+    try:
+        record = json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise TranscriptError(f"line {lineno}: not JSON ({exc}): {excerpt(raw)}") from exc
+    if not isinstance(record, dict):
+        raise TranscriptError(f"line {lineno}: not a JSON object: {excerpt(raw)}")
+    return record  # pyright: ignore[reportUnknownVariableType]
+
+
+def _record_message(record: Mapping[str, Any], lineno: int, raw: bytes) -> Message:
+    kind = record.get("type")
+    data = record.get("message")
+    if not isinstance(data, Mapping):
+        raise TranscriptError(f"line {lineno}: {kind} line without a message: {excerpt(raw)}")
+    try:
+        message = message_from_api(data)  # pyright: ignore[reportUnknownArgumentType]
+    except TrioAgentError as exc:
+        raise TranscriptError(f"line {lineno}: bad message: {exc}") from exc
+    if (kind == "user") != isinstance(message, UserMessage):
+        raise TranscriptError(f"line {lineno}: a {kind} line holds a {message.role} message")
+    return message
+
+
+def _history(record: Mapping[str, Any], lineno: int, raw: bytes) -> list[Message]:
+    items = record.get("messages")
+    if not isinstance(items, list):
+        raise TranscriptError(f"line {lineno}: history line without messages: {excerpt(raw)}")
+    out: list[Message] = []
+    for item in items:  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(item, Mapping):
+            raise TranscriptError(f"line {lineno}: a history entry is not an object")
+        try:
+            out.append(message_from_api(item))  # pyright: ignore[reportUnknownArgumentType]
+        except TrioAgentError as exc:
+            raise TranscriptError(f"line {lineno}: bad message: {exc}") from exc
+    return out
+
+
+def read_transcript(path: str | os.PathLike[str]) -> Transcript:
+    """Read a transcript file back into a valid history.
+
+    A last line without its newline (a crash mid-write) is dropped; blank lines
+    and lines of unknown ``type`` are skipped (forward compatibility).
+
+    Raises:
+        TranscriptError: a line other than the last is not a valid record (the
+            message names the line number), or the file cannot be read.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise TranscriptError(f"cannot read transcript {os.fspath(path)!r}: {exc}") from exc
+    model: str | None = None
+    system: Any = None
+    messages: list[Message] = []
+    valid_length = 0
+    torn = False
+    offset = 0
+    lineno = 0
+    while offset < len(data):
+        lineno += 1
+        end = data.find(b"\n", offset)
+        if end == -1:
+            # A crash cut this last line (even a whole object lacking its
+            # newline was cut mid-write): drop it.
+            torn = True
+            break
+        raw = data[offset:end]
+        offset = valid_length = end + 1
+        if not raw.strip():
+            continue
+        record = _parse_line(raw, lineno)
+        kind = record.get("type")
+        if kind == "header":
+            header_model = record.get("model")
+            model = header_model if isinstance(header_model, str) else None
+            system = record.get("system")
+        elif kind in ("user", "assistant"):
+            messages.append(_record_message(record, lineno, raw))
+        elif kind == "history":
+            messages = _history(record, lineno, raw)
+    repaired, ids = repair_history(messages)
+    return Transcript(
+        model=model,
+        system=system,
+        messages=tuple(repaired),
+        valid_length=valid_length,
+        torn_line=torn,
+        repaired_tool_use_ids=ids,
+    )
+
+
+def repair_history(
+    messages: Sequence[Message], *, reason: str = INTERRUPTED_TOOL_MESSAGE
+) -> tuple[list[Message], tuple[str, ...]]:
+    """Make *messages* valid for the API: every tool_use answered.
+
+    *reason* is the content of each synthetic result.
+
+    Each run of assistant messages must be followed by a user message whose
+    tool_result blocks answer all their tool_uses; missing results are added as
+    synthetic error results (before the user message's other content, where the
+    API wants tool results), or as a new user message at the end.
+
+    Returns:
+        The repaired history (a new list) and the tool_use ids that were answered
+        synthetically, in order.
+    """
+    out: list[Message] = []
+    repaired: list[str] = []
+    pending: list[str] = []
+
+    def answer(user: UserMessage | None) -> UserMessage | None:
+        have = {r.tool_use_id for r in user.tool_results} if user is not None else set[str]()
+        missing = [i for i in pending if i not in have]
+        pending.clear()
+        if not missing:
+            return user
+        repaired.extend(missing)
+        blocks: list[ContentBlock] = [ToolResultBlock(i, reason, is_error=True) for i in missing]
+        if user is None:
+            return UserMessage(blocks)
+        if isinstance(user.content, str):
+            return UserMessage([*blocks, *([TextBlock(user.content)] if user.content else [])])
+        results = [b for b in user.content if isinstance(b, ToolResultBlock)]
+        others = [b for b in user.content if not isinstance(b, ToolResultBlock)]
+        return UserMessage([*results, *blocks, *others])
+
+    for m in messages:
+        if isinstance(m, AssistantMessage):
+            pending.extend(b.id for b in m.tool_uses)
+            out.append(m)
+        else:
+            fixed = answer(m)
+            assert fixed is not None
+            out.append(fixed)
+    tail = answer(None)
+    if tail is not None:
+        out.append(tail)
+    return out, tuple(repaired)
