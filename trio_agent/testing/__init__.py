@@ -10,6 +10,10 @@ from ._answers import Faults as Faults
 from ._answers import HTTPErrorAnswer as HTTPErrorAnswer
 from ._answers import ScriptedAnswer as ScriptedAnswer
 from ._answers import Timing as Timing
+from ._leaks import LeakCheck as LeakCheck
+from ._leaks import LeakError as LeakError
+from ._leaks import Leaks as Leaks
+from ._leaks import no_leaks as no_leaks
 from ._scripted import ScriptedModel as ScriptedModel
 from ._scripted import ScriptedRequest as ScriptedRequest
 from ._scripted import ScriptedResponse as ScriptedResponse
@@ -26,6 +30,9 @@ __all__ = [
     "DroppedConnection",
     "Faults",
     "HTTPErrorAnswer",
+    "LeakCheck",
+    "LeakError",
+    "Leaks",
     "ScriptedAnswer",
     "ScriptedModel",
     "ScriptedRequest",
@@ -34,6 +41,7 @@ __all__ = [
     "Timing",
     "encode_event",
     "error_event",
+    "no_leaks",
     "plan_stream",
     "render_events",
     "render_sse",
