@@ -8,6 +8,7 @@ test_retry_after_http_date, test_backoff_schedule_then_give_up, test_x_should_re
 from __future__ import annotations
 
 import email.utils
+import itertools
 from typing import Any
 
 import httpx
@@ -144,7 +145,7 @@ def test_exact_retry_schedule_then_success_or_the_typed_error(
     times, outcome = run_virtual(main, check=LeakCheck(models=[model], processes=False))
     retries = 0 if should_retry == "false" else min(failures, max_retries)
     assert len(times) == retries + 1
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert gaps == pytest.approx([expected_delay(form, headers, n) for n in range(retries)])
     if retries < failures:
         assert type(outcome) is TYPED[status]
