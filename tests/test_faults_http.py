@@ -197,9 +197,11 @@ async def test_a_200_that_is_not_sse_is_a_protocol_error(
         [HTTPErrorAnswer(status=200, headers={"content-type": content_type}, body=body)]
     )
     client, transport = timed_client(model, RetryPolicy(max_retries=3))
-    with LeakCheck(models=[model], processes=False, fds=False):
-        with pytest.raises(StreamProtocolError, match="text/event-stream") as info:
-            await collect(client)
+    with (
+        LeakCheck(models=[model], processes=False, fds=False),
+        pytest.raises(StreamProtocolError, match="text/event-stream") as info,
+    ):
+        await collect(client)
     assert "req_scripted_1" in str(info.value)
     assert len(transport.times) == 1  # not retried: a retry would not fix a proxy
 

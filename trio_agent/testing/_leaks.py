@@ -297,6 +297,7 @@ def no_leaks(
     processes: bool = True,
     fds: bool = True,
     adopt_orphans: bool = False,
+    grace: float = _GRACE_SECONDS,
 ) -> Generator[LeakCheck]:
     """``with no_leaks(models=[model]):`` fails if the block leaves anything behind.
 
@@ -308,5 +309,6 @@ def no_leaks(
         processes=processes,
         fds=fds,
         adopt_orphans=adopt_orphans,
+        grace=grace,
     ) as check:
         yield check
