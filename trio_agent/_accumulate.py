@@ -76,6 +76,24 @@ def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _loads(data: str | bytes, what: str) -> Any:
+    """Strict JSON: no NaN / Infinity; too deep a nesting is a StreamLimitError.
+
+    Raises ValueError for anything that is not JSON (numbers past Python's
+    int-string-conversion limit included).
+    """
+    try:
+        return json.loads(data, parse_constant=_reject_constant)
+    except RecursionError:
+        # The C decoder recurses once per nesting level: hostile nesting must not
+        # escape as a RecursionError.
+        raise StreamLimitError(f"{what} is nested too deeply") from None
+
+
 def _violation(what: str, event: Mapping[str, Any]) -> StreamProtocolError:
     return StreamProtocolError(f"{what}: {excerpt(repr(event))}")
 
@@ -204,7 +222,7 @@ class MessageAccumulator:
                 f"an event of {size} bytes exceeds max_event_bytes={self.limits.max_event_bytes}"
             )
         try:
-            event: Any = json.loads(data)
+            event: Any = _loads(data, "event data")
         except ValueError:
             raise StreamProtocolError(f"event data is not JSON: {excerpt(data)}") from None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):  # pyright: ignore[reportUnknownMemberType]
@@ -368,7 +386,7 @@ class MessageAccumulator:
         raw = "".join(block.parts)
         parsed: Any
         try:
-            parsed = json.loads(raw) if raw.strip() else {}
+            parsed = _loads(raw, f"tool input of block {block.index}") if raw.strip() else {}
         except ValueError:
             parsed = None
         valid = isinstance(parsed, dict)

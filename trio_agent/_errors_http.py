@@ -86,7 +86,7 @@ def error_from_response(
     body: Any
     try:
         body = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):  # hostile nesting is just a non-JSON body
         body = content.decode("utf-8", "replace")
     error_type, message = _error_fields(body)
     if message is None:

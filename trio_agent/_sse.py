@@ -52,9 +52,12 @@ class SSEParser:
         for line in lines:
             event = self._events.decode(line)
             if event is not None:
-                out.append(event)
-        if out:
-            self.pending = 0
+                # An event ended by a blank line resets the size count, even one the
+                # SSE spec says not to dispatch: with an empty data buffer (httpx-sse
+                # hands those out, e.g. for a lone "id:" or "retry:" field).
+                self.pending = 0
+                if event.data:
+                    out.append(event)
         return out
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:

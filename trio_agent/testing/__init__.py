@@ -17,6 +17,10 @@ from ._answers import Faults as Faults
 from ._answers import HTTPErrorAnswer as HTTPErrorAnswer
 from ._answers import ScriptedAnswer as ScriptedAnswer
 from ._answers import Timing as Timing
+from ._leaks import LeakCheck as LeakCheck
+from ._leaks import LeakError as LeakError
+from ._leaks import Leaks as Leaks
+from ._leaks import no_leaks as no_leaks
 from ._reference import CallOutcome as CallOutcome
 from ._reference import Schedule as Schedule
 from ._reference import reference_schedule as reference_schedule
@@ -48,6 +52,9 @@ __all__ = [
     "Faults",
     "HTTPErrorAnswer",
     "InvariantViolation",
+    "LeakCheck",
+    "LeakError",
+    "Leaks",
     "ScenarioCall",
     "ScenarioError",
     "Schedule",
@@ -63,6 +70,7 @@ __all__ = [
     "check_trace",
     "encode_event",
     "error_event",
+    "no_leaks",
     "plan_stream",
     "reference_schedule",
     "render_events",
