@@ -3,6 +3,7 @@ every ``trio-agent`` command line it shows parses."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 from pathlib import Path
@@ -94,3 +95,22 @@ def test_the_session_example_runs(
     assert "NOTES.md" in results[1]["content"]
     assert len(read_transcript(tmp_path / "session.jsonl").messages) == 4
     assert out.rstrip().endswith("4")  # len(session.messages)
+
+
+def test_the_executor_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    (example,) = [b for b in code_blocks("python") if "open_tool_executor(" in b]
+    exec(compile(example, "README.md", "exec"), {"__name__": "readme"})
+    assert capsys.readouterr().out.splitlines() == ["toolu_1 9 t=1", "toolu_2 16 t=1"]
+
+
+def test_the_harness_example_runs(tmp_path: Path) -> None:
+    (example,) = [b for b in code_blocks("python") if "run_scenario(" in b]
+    # hypothesis reads the test's source: run it from a real file, as a user would.
+    path = tmp_path / "test_readme_harness.py"
+    path.write_text(example, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("test_readme_harness", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.test_executor_matches_the_reference()
