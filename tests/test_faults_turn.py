@@ -386,18 +386,37 @@ async def test_a_consumer_that_stops_reading_does_not_stall_the_tools(
 # ::test_any_crash_point_resumes_to_a_valid_prefix (hypothesis); one gap:
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="session: read_transcript lets RecursionError escape on a deeply nested line "
-    "(json.loads; should be a TranscriptError)",
-)
-def test_hostile_transcript_line_is_a_transcript_error(tmp_path: Path) -> None:
+HOSTILE_LINES = {
+    "deep": b"[" * 100_000 + b"]" * 100_000,
+    "deep_in_a_message": b'{"type":"user","message":{"role":"user","content":'
+    + b"[" * 100_000
+    + b"]" * 100_000
+    + b"}}",
+    "huge_int": b'{"type":"user","n":' + b"9" * 5000 + b"}",
+}
+
+
+@pytest.mark.parametrize("hostile", sorted(HOSTILE_LINES))
+def test_hostile_transcript_line_is_a_transcript_error(tmp_path: Path, hostile: str) -> None:
     from trio_agent import TranscriptError
 
     path = tmp_path / "t.jsonl"
-    path.write_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n" + b"{}\n")
-    with pytest.raises(TranscriptError):
+    path.write_bytes(b'{"type":"user","message":{"role":"user","content":"hi"}}\n')
+    with path.open("ab") as f:
+        f.write(HOSTILE_LINES[hostile] + b"\n" + b"{}\n")
+    with pytest.raises(TranscriptError, match=r"^line 2: "):
         read_transcript(path)
+
+
+@pytest.mark.parametrize("hostile", sorted(HOSTILE_LINES))
+def test_hostile_torn_last_line_is_dropped(tmp_path: Path, hostile: str) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(
+        b'{"type":"user","message":{"role":"user","content":"hi"}}\n' + HOSTILE_LINES[hostile]
+    )
+    transcript = read_transcript(path)
+    assert transcript.torn_line
+    assert transcript.messages == (UserMessage("hi"),)
 
 
 @settings(max_examples=25, deadline=None)
