@@ -55,6 +55,7 @@ class Attempt:
     received: dict[str, ToolResult] = attrs.field(factory=dict[str, ToolResult])
     drained: list[ToolResult] = attrs.field(factory=list[ToolResult])
     answer_sent: bool = False
+    sent: set[str] = attrs.field(factory=set[str])
     aborted: bool = False
 
     def results(self) -> dict[str, ToolResult]:
@@ -203,5 +204,6 @@ class ModelCaller:
         async for result in executor.results:
             attempt.received[result.tool_use_id] = result
             await self.send.send(result)
+            attempt.sent.add(result.tool_use_id)
 
     # -- endings ------------------------------------------------------------------
