@@ -423,6 +423,19 @@ async def test_a_failing_compactor_ends_the_turn(autojump_clock: trio.testing.Mo
     assert isinstance(result.end.error, RuntimeError)
 
 
+async def test_a_compactor_returning_garbage_ends_the_turn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def compactor(messages: tuple[Message, ...]) -> list[Any]:
+        return [{"role": "user", "content": "summary"}]
+
+    result = await run([TOO_LONG], compactor=compactor)
+    assert result.end.reason is TurnEndReason.ERROR
+    assert isinstance(result.end.error, TypeError)
+    assert result.end.messages == PROMPT  # the history is not replaced
+    assert len(result.model.requests) == 1
+
+
 # -- overloaded and fallback -------------------------------------------------------------
 
 OVERLOADED = HTTPErrorAnswer(status=529)
@@ -550,6 +563,9 @@ async def test_truncated_stream_is_an_error_that_keeps_what_was_received(
     assert answer.stop_reason is None
     assert answer.text == "Let me look."
     assert [u.id for u in answer.tool_uses] == ["a"]
+    # the input tokens message_start reported were billed: they are counted
+    assert answer.usage.input_tokens > 0
+    assert result.end.usage == answer.usage
     assert isinstance(results, UserMessage)
     (block,) = results.content
     assert isinstance(block, ToolResultBlock)
@@ -618,6 +634,19 @@ async def test_a_failing_stop_hook_ends_the_turn(autojump_clock: trio.testing.Mo
     result = await run([text("Done.")], stop_hooks=[hook])
     assert result.end.reason is TurnEndReason.ERROR
     assert isinstance(result.end.error, ValueError)
+    assert result.end.messages[-1].text == "Done."  # type: ignore[union-attr]
+
+
+async def test_a_stop_hook_returning_garbage_ends_the_turn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def hook(messages: tuple[Message, ...]) -> StopHookResult:
+        return True  # type: ignore[return-value]
+
+    result = await run([text("Done.")], stop_hooks=[hook])
+    assert result.end.reason is TurnEndReason.ERROR
+    assert isinstance(result.end.error, TypeError)
+    assert "StopHookResult" in str(result.end.error)
     assert result.end.messages[-1].text == "Done."  # type: ignore[union-attr]
 
 

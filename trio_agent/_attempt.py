@@ -21,7 +21,14 @@ from . import _recovery as rec
 from ._control import TurnControl
 from ._exceptions import APIError, StreamError
 from ._executor import ToolExecutor, open_tool_executor
-from ._messages import AssistantMessage, ContentBlock, Message, ToolUseBlock, UserMessage
+from ._messages import (
+    AssistantMessage,
+    ContentBlock,
+    Message,
+    ToolUseBlock,
+    Usage,
+    UserMessage,
+)
 from ._permissions import CanUseTool
 from ._results import ToolResult
 from ._state import BlockFinished, QueryEvent, State, TextDelta, ThinkingDelta
@@ -64,6 +71,18 @@ class Attempt:
             every.setdefault(result.tool_use_id, result)
         return every
 
+    def start_usage(self) -> Usage:
+        """The usage the ``message_start`` event reported (the input of an answer cut
+        short was billed all the same); zero without one."""
+        base: Mapping[str, Any] = (self.start or {}).get("message") or {}
+        data = base.get("usage")
+        if not isinstance(data, Mapping):
+            return Usage()
+        try:
+            return Usage.from_api(data)  # pyright: ignore[reportUnknownArgumentType]
+        except (TypeError, ValueError):
+            return Usage()
+
     def partial(self, model: str) -> AssistantMessage | None:
         """The finished blocks of an answer cut short, as a message; None if none."""
         if not self.blocks:
@@ -74,6 +93,7 @@ class Attempt:
             model=str(base.get("model") or model),
             content=tuple(self.blocks),
             stop_reason=None,
+            usage=self.start_usage(),
         )
 
     def results_message(self, message: AssistantMessage) -> UserMessage:

@@ -53,7 +53,7 @@ from . import _recovery as rec
 from ._attempt import Attempt, ModelCaller, Phase, registered
 from ._control import TurnControl
 from ._exceptions import OverloadedError, PromptTooLongError
-from ._messages import Message, ToolUseBlock
+from ._messages import AssistantMessage, Message, ToolUseBlock, UserMessage
 from ._permissions import CanUseTool
 from ._results import AbortReason
 from ._state import (
@@ -116,6 +116,8 @@ class _Loop:
             last_phase = attempt.phase
             if attempt.result is not None:
                 state = rec.succeeded(state, attempt.result.message.usage)
+            else:  # cut short: its input was billed all the same
+                state = attrs.evolve(state, usage=state.usage + attempt.start_usage())
             if attempt.aborted or (self.control.interrupted and attempt.error is None):
                 return await self._end_attempt(state, attempt)
             if attempt.error is not None:
@@ -256,6 +258,13 @@ class _Loop:
         with registered(self.control, scope), scope:
             try:
                 messages = tuple(await self.compactor(state.messages))
+                for message in messages:
+                    # A user-supplied callable: check what its annotation promises.
+                    if not isinstance(message, (AssistantMessage, UserMessage)):  # pyright: ignore[reportUnnecessaryIsInstance]
+                        raise TypeError(
+                            "the compactor returned a "
+                            f"{type(message).__name__}, not an AssistantMessage or UserMessage"
+                        )
             except Exception as exc:
                 return await self._end(state, TurnEndReason.ERROR, error=exc)
             await self.send.send(Compacted(messages))
@@ -270,6 +279,11 @@ class _Loop:
             for hook in self.stop_hooks:
                 try:
                     result = await hook(state.messages)
+                    if result is not None and not isinstance(result, StopHookResult):  # pyright: ignore[reportUnnecessaryIsInstance]
+                        raise TypeError(
+                            f"stop hook {hook!r} returned a {type(result).__name__}, "
+                            "not a StopHookResult or None"
+                        )
                 except Exception as exc:
                     return await self._end(state, TurnEndReason.ERROR, error=exc)
                 if result is not None and result.block:
@@ -340,7 +354,10 @@ async def query(
                 ...
 
     The loop runs in a background task that owns the tools; leaving the ``async
-    with`` block early cancels it (the turn then sends no ``TurnEnd``).
+    with`` block early cancels it (the turn then sends no ``TurnEnd``, and the
+    messages received so far may end with tool uses whose results never came:
+    :func:`~trio_agent.repair_history` answers them, as :class:`~trio_agent.Session`
+    does).
 
     Args:
         client: an :class:`~trio_agent.AnthropicClient` (anything with its
