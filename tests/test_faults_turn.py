@@ -22,6 +22,9 @@ from hypothesis import strategies as st
 from trio_agent import (
     Allow,
     APIStatusError,
+    AssistantMessage,
+    StreamIdleTimeoutError,
+    StreamTruncatedError,
     TextBlock,
     TextDelta,
     Tool,
@@ -98,26 +101,64 @@ async def test_error_event_after_text_and_a_finished_tool_use(autojump_clock: An
     # (that the started tool's result and the text reach the history: xfail below)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="loop: an in-stream error ends the turn without the partial answer: the started "
-    "tool gets no ToolResult event, and its tool_use (whose side effects happened) and the "
-    "text are missing from TurnEnd.messages",
-)
+def _cut_after(answer: ScriptedAnswer, k: int) -> int:
+    """The byte length of the rendered stream up to and including event *k*."""
+    from trio_agent.testing import encode_event
+
+    return len(b"".join(encode_event(e) for e in answer.events()[: k + 1]))
+
+
+FAILURES = {
+    "error_event": (
+        lambda plain, k: Faults(error_event_after=k, error_type="api_error"),
+        APIStatusError,
+    ),
+    "disconnect": (
+        lambda plain, k: Faults(disconnect_after_byte=_cut_after(plain, k)),
+        StreamTruncatedError,
+    ),
+    "truncated": (lambda plain, k: Faults(truncate=True), StreamTruncatedError),
+    "idle_timeout": (
+        lambda plain, k: Faults(stall_before_event=k + 1, stall_seconds=1000),
+        StreamIdleTimeoutError,
+    ),
+}
+
+
+@pytest.mark.parametrize("failure", sorted(FAILURES))
 async def test_error_after_a_started_tool_keeps_text_and_pair_in_history(
-    autojump_clock: Any,
+    autojump_clock: Any, failure: str
 ) -> None:
+    """Nothing lost: the typed error, the text, the started tool's result event, and
+    the finished blocks with a result for each tool use in the history."""
     blocks = [TextBlock("Working on it."), ToolUseBlock("a1", "Act", {})]
     plain = ScriptedAnswer(blocks=blocks, timing=SLOW)
+    make_faults, error_type = FAILURES[failure]
     answer = ScriptedAnswer(
-        blocks=blocks,
-        timing=SLOW,
-        faults=Faults(error_event_after=index_of_stop(plain, 1), error_type="api_error"),
+        blocks=blocks, timing=SLOW, faults=make_faults(plain, index_of_stop(plain, 1))
     )
     model = ScriptedModel([answer])
-    events, end = await turn(model, [act_tool(Log())])
-    assert [e.tool_use_id for e in events if isinstance(e, ToolResult)] == ["a1"]
-    assert any("Working on it." in getattr(m, "text", "") for m in end.messages[1:])
+    log = Log()
+    with no_leaks(models=[model], processes=False):
+        events, end = await turn(model, [act_tool(log, duration=5000)])
+    assert end.reason is TurnEndReason.ERROR
+    assert isinstance(end.error, error_type)
+    assert log.started == ["a1"]
+    (result,) = [e for e in events if isinstance(e, ToolResult)]
+    assert result.tool_use_id == "a1"
+    assert result.started  # it was cancelled while running
+    assert result.is_error
+    assert "may have partly completed" in str(result.content)
+    _, kept, answered = end.messages
+    assert isinstance(kept, AssistantMessage)
+    assert kept.text == "Working on it."
+    assert [u.id for u in kept.tool_uses] == ["a1"]
+    assert answered == UserMessage((result.to_block(),))
+    # the consumer saw both messages as events, in history order
+    assert [e for e in events if isinstance(e, (AssistantMessage, UserMessage))] == [
+        kept,
+        answered,
+    ]
 
 
 # -- row 11: refusal / error after a side-effecting tool_use block --------------------
@@ -386,18 +427,37 @@ async def test_a_consumer_that_stops_reading_does_not_stall_the_tools(
 # ::test_any_crash_point_resumes_to_a_valid_prefix (hypothesis); one gap:
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="session: read_transcript lets RecursionError escape on a deeply nested line "
-    "(json.loads; should be a TranscriptError)",
-)
-def test_hostile_transcript_line_is_a_transcript_error(tmp_path: Path) -> None:
+HOSTILE_LINES = {
+    "deep": b"[" * 100_000 + b"]" * 100_000,
+    "deep_in_a_message": b'{"type":"user","message":{"role":"user","content":'
+    + b"[" * 100_000
+    + b"]" * 100_000
+    + b"}}",
+    "huge_int": b'{"type":"user","n":' + b"9" * 5000 + b"}",
+}
+
+
+@pytest.mark.parametrize("hostile", sorted(HOSTILE_LINES))
+def test_hostile_transcript_line_is_a_transcript_error(tmp_path: Path, hostile: str) -> None:
     from trio_agent import TranscriptError
 
     path = tmp_path / "t.jsonl"
-    path.write_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n" + b"{}\n")
-    with pytest.raises(TranscriptError):
+    path.write_bytes(b'{"type":"user","message":{"role":"user","content":"hi"}}\n')
+    with path.open("ab") as f:
+        f.write(HOSTILE_LINES[hostile] + b"\n" + b"{}\n")
+    with pytest.raises(TranscriptError, match=r"^line 2: "):
         read_transcript(path)
+
+
+@pytest.mark.parametrize("hostile", sorted(HOSTILE_LINES))
+def test_hostile_torn_last_line_is_dropped(tmp_path: Path, hostile: str) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(
+        b'{"type":"user","message":{"role":"user","content":"hi"}}\n' + HOSTILE_LINES[hostile]
+    )
+    transcript = read_transcript(path)
+    assert transcript.torn_line
+    assert transcript.messages == (UserMessage("hi"),)
 
 
 @settings(max_examples=25, deadline=None)

@@ -23,6 +23,7 @@ from trio_agent import (
     Reject,
     RetryPolicy,
     StopHookResult,
+    StreamTruncatedError,
     TextBlock,
     TextDelta,
     ThinkingBlock,
@@ -422,6 +423,19 @@ async def test_a_failing_compactor_ends_the_turn(autojump_clock: trio.testing.Mo
     assert isinstance(result.end.error, RuntimeError)
 
 
+async def test_a_compactor_returning_garbage_ends_the_turn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def compactor(messages: tuple[Message, ...]) -> list[Any]:
+        return [{"role": "user", "content": "summary"}]
+
+    result = await run([TOO_LONG], compactor=compactor)
+    assert result.end.reason is TurnEndReason.ERROR
+    assert isinstance(result.end.error, TypeError)
+    assert result.end.messages == PROMPT  # the history is not replaced
+    assert len(result.model.requests) == 1
+
+
 # -- overloaded and fallback -------------------------------------------------------------
 
 OVERLOADED = HTTPErrorAnswer(status=529)
@@ -483,6 +497,38 @@ async def test_overloaded_mid_stream_drops_the_partial_answer(
     ]
     assert ids == ["c"]
     assert result.end.reason is TurnEndReason.COMPLETED
+    # every tool use the consumer saw finish streaming got one ToolResult event,
+    # the dropped attempt's started tool too (it may have had effects)
+    announced = [e.block.id for e in result.of(BlockFinished) if isinstance(e.block, ToolUseBlock)]
+    assert sorted(r.tool_use_id for r in result.of(ToolResult)) == sorted(announced)
+    (dropped,) = [r for r in result.of(ToolResult) if r.tool_use_id == "a"]
+    assert dropped.started
+
+
+async def test_overloaded_mid_stream_that_ends_the_turn_keeps_the_partial_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Only a retried attempt is dropped; one whose error ends the turn is kept."""
+    log = Log()
+    broken = ScriptedAnswer(
+        blocks=[
+            ToolUseBlock("a", "Read", {"path": "a"}),
+            TextBlock("and now a long text that will never finish" * 2),
+            ToolUseBlock("b", "Read", {"path": "b"}),
+        ],
+        timing=SLOW,
+        faults=Faults(error_event_after=12),
+    )
+    result = await run([broken], tools=make_tools(log, duration=0.5))
+    assert result.transitions() == []
+    assert result.end.reason is TurnEndReason.ERROR
+    assert isinstance(result.end.error, OverloadedError)
+    assert "b" not in log.starts
+    _, kept, answered = result.end.messages
+    assert isinstance(kept, AssistantMessage)
+    assert [u.id for u in kept.tool_uses] == ["a"]
+    assert isinstance(answered, UserMessage)
+    assert [b.tool_use_id for b in answered.content if isinstance(b, ToolResultBlock)] == ["a"]
 
 
 async def test_overloaded_on_the_fallback_too(autojump_clock: trio.testing.MockClock) -> None:
@@ -500,7 +546,7 @@ async def test_other_errors_end_the_turn(autojump_clock: trio.testing.MockClock)
     assert len(result.end.messages) == 3
 
 
-async def test_truncated_stream_is_an_error_with_a_clean_history(
+async def test_truncated_stream_is_an_error_that_keeps_what_was_received(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     log = Log()
@@ -508,7 +554,28 @@ async def test_truncated_stream_is_an_error_with_a_clean_history(
         [reads("a", faults=Faults(truncate=True))], tools=make_tools(log), fallback_model="small"
     )
     assert result.end.reason is TurnEndReason.ERROR
-    assert result.end.messages == PROMPT
+    assert isinstance(result.end.error, StreamTruncatedError)
+    assert "a" in log.starts  # it started at its content_block_stop, then was cancelled
+    # the finished blocks stay, their tool use answered: a history valid for the API
+    prompt, answer, results = result.end.messages
+    assert prompt == PROMPT[0]
+    assert isinstance(answer, AssistantMessage)
+    assert answer.stop_reason is None
+    assert answer.text == "Let me look."
+    assert [u.id for u in answer.tool_uses] == ["a"]
+    # the input tokens message_start reported were billed: they are counted
+    assert answer.usage.input_tokens > 0
+    assert result.end.usage == answer.usage
+    assert isinstance(results, UserMessage)
+    (block,) = results.content
+    assert isinstance(block, ToolResultBlock)
+    assert block.tool_use_id == "a"
+    assert block.is_error
+    assert "may have partly completed" in str(block.content)
+    (event,) = result.of(ToolResult)
+    assert event.started
+    # the consumer saw each of them as it was added to the history
+    assert result.of(AssistantMessage) == [answer]
 
 
 # -- pause_turn, stop hooks, max_turns -------------------------------------------------------
@@ -567,6 +634,19 @@ async def test_a_failing_stop_hook_ends_the_turn(autojump_clock: trio.testing.Mo
     result = await run([text("Done.")], stop_hooks=[hook])
     assert result.end.reason is TurnEndReason.ERROR
     assert isinstance(result.end.error, ValueError)
+    assert result.end.messages[-1].text == "Done."  # type: ignore[union-attr]
+
+
+async def test_a_stop_hook_returning_garbage_ends_the_turn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def hook(messages: tuple[Message, ...]) -> StopHookResult:
+        return True  # type: ignore[return-value]
+
+    result = await run([text("Done.")], stop_hooks=[hook])
+    assert result.end.reason is TurnEndReason.ERROR
+    assert isinstance(result.end.error, TypeError)
+    assert "StopHookResult" in str(result.end.error)
     assert result.end.messages[-1].text == "Done."  # type: ignore[union-attr]
 
 

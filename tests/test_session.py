@@ -288,6 +288,8 @@ async def test_leaving_the_block_early_keeps_a_valid_history(
     (result,) = session.messages[-1].tool_results
     assert result.is_error
     assert read_transcript(path).messages == session.messages
+    # no TurnEnd came, but the answer received was billed and is counted
+    assert session.usage == Usage(input_tokens=100, output_tokens=7)
     session.close()
 
 

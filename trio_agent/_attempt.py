@@ -21,7 +21,14 @@ from . import _recovery as rec
 from ._control import TurnControl
 from ._exceptions import APIError, StreamError
 from ._executor import ToolExecutor, open_tool_executor
-from ._messages import AssistantMessage, ContentBlock, Message, ToolUseBlock, UserMessage
+from ._messages import (
+    AssistantMessage,
+    ContentBlock,
+    Message,
+    ToolUseBlock,
+    Usage,
+    UserMessage,
+)
 from ._permissions import CanUseTool
 from ._results import ToolResult
 from ._state import BlockFinished, QueryEvent, State, TextDelta, ThinkingDelta
@@ -55,6 +62,7 @@ class Attempt:
     received: dict[str, ToolResult] = attrs.field(factory=dict[str, ToolResult])
     drained: list[ToolResult] = attrs.field(factory=list[ToolResult])
     answer_sent: bool = False
+    sent: set[str] = attrs.field(factory=set[str])
     aborted: bool = False
 
     def results(self) -> dict[str, ToolResult]:
@@ -62,6 +70,18 @@ class Attempt:
         for result in self.drained:
             every.setdefault(result.tool_use_id, result)
         return every
+
+    def start_usage(self) -> Usage:
+        """The usage the ``message_start`` event reported (the input of an answer cut
+        short was billed all the same); zero without one."""
+        base: Mapping[str, Any] = (self.start or {}).get("message") or {}
+        data = base.get("usage")
+        if not isinstance(data, Mapping):
+            return Usage()
+        try:
+            return Usage.from_api(data)  # pyright: ignore[reportUnknownArgumentType]
+        except (TypeError, ValueError):
+            return Usage()
 
     def partial(self, model: str) -> AssistantMessage | None:
         """The finished blocks of an answer cut short, as a message; None if none."""
@@ -73,6 +93,7 @@ class Attempt:
             model=str(base.get("model") or model),
             content=tuple(self.blocks),
             stop_reason=None,
+            usage=self.start_usage(),
         )
 
     def results_message(self, message: AssistantMessage) -> UserMessage:
@@ -203,5 +224,6 @@ class ModelCaller:
         async for result in executor.results:
             attempt.received[result.tool_use_id] = result
             await self.send.send(result)
+            attempt.sent.add(result.tool_use_id)
 
     # -- endings ------------------------------------------------------------------

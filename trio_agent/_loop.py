@@ -14,9 +14,20 @@ Per-block messages (the client's one-block ``AssistantMessage`` at each
 per model call, right after its stream ends (while its tools may still run). An
 answer that is dropped (``max_tokens`` escalation, overloaded retry or fallback)
 is never sent as a message; a ``pause_turn`` answer is held back and sent merged
-with its continuation, so two assistant messages never follow each other. After
-an abort the finished blocks of a cut answer are sent as one message
-(``stop_reason`` None) followed by a result for each of its tool uses.
+with its continuation, so two assistant messages never follow each other.
+
+Nothing received is lost when a turn ends early. After an abort, an interrupt, a
+rejection, or an API / stream error that ends the turn (an ``error`` event, a
+disconnect, a truncated stream, an idle timeout), the finished blocks of the cut
+answer are sent as one message (``stop_reason`` None) followed by a result for each
+of its tool uses (tools still queued never start; running ones are cancelled and
+say they may have partly completed). A cut answer's unfinished block is not kept
+(its deltas were sent). The one exception is an attempt the loop *retries*
+(overloaded retry, model fallback): as DESIGN.md and Claude Code do, it is dropped
+whole so the retry answers the same request; its tools that had started are
+listed in :class:`ModelFallback` when the model switches. Either way, every
+tool_use announced by a :class:`BlockFinished` gets exactly one
+:class:`ToolResult` event.
 
 Example::
 
@@ -42,7 +53,7 @@ from . import _recovery as rec
 from ._attempt import Attempt, ModelCaller, Phase, registered
 from ._control import TurnControl
 from ._exceptions import OverloadedError, PromptTooLongError
-from ._messages import Message, ToolUseBlock
+from ._messages import AssistantMessage, Message, ToolUseBlock, UserMessage
 from ._permissions import CanUseTool
 from ._results import AbortReason
 from ._state import (
@@ -101,9 +112,12 @@ class _Loop:
             if self.control.aborted or self.control.interrupted:
                 return await self._end(state, _aborted_reason(last_phase), self._why_aborted())
             attempt = await self.caller.call(state)
+            await self._send_unsent_results(attempt)
             last_phase = attempt.phase
             if attempt.result is not None:
                 state = rec.succeeded(state, attempt.result.message.usage)
+            else:  # cut short: its input was billed all the same
+                state = attrs.evolve(state, usage=state.usage + attempt.start_usage())
             if attempt.aborted or (self.control.interrupted and attempt.error is None):
                 return await self._end_attempt(state, attempt)
             if attempt.error is not None:
@@ -162,28 +176,43 @@ class _Loop:
 
     # -- one model call -----------------------------------------------------------
 
-    async def _end_attempt(self, state: State, attempt: Attempt) -> TurnEnd:
-        """The turn was aborted, rejected or interrupted during *attempt*: keep what
-        the model finished, answer each of its tool uses, and end."""
+    async def _keep(self, state: State, attempt: Attempt) -> State:
+        """*state* with what *attempt* produced before the turn ended: its answer (or
+        the finished blocks of a cut one) and a result for each of its tool uses,
+        both sent as messages."""
         answer = (
             attempt.result.message if attempt.result is not None else attempt.partial(state.model)
         )
-        added: list[Message] = []
-        if answer is not None:
-            message = rec.merge_paused(state.paused, answer)
-            if not attempt.answer_sent:
-                await self.send.send(message)
-            added.append(message)
-            if message.tool_uses:
-                results = attempt.results_message(message)
-                await self.send.send(results)
-                added.append(results)
+        if answer is None:
+            return state
+        message = rec.merge_paused(state.paused, answer)
+        if not attempt.answer_sent:
+            await self.send.send(message)
+        added: list[Message] = [message]
+        if message.tool_uses:
+            results = attempt.results_message(message)
+            await self.send.send(results)
+            added.append(results)
+        return _append(state, *added)
+
+    async def _end_attempt(self, state: State, attempt: Attempt) -> TurnEnd:
+        """The turn was aborted, rejected or interrupted during *attempt*: keep what
+        the model finished, answer each of its tool uses, and end."""
         why = self._why_aborted(attempt)
         if why == AbortReason.PERMISSION_REJECTED:
             reason = TurnEndReason.PERMISSION_REJECTED
         else:
             reason = _aborted_reason(attempt.phase)
-        return await self._end(_append(state, *added) if added else state, reason, why)
+        return await self._end(await self._keep(state, attempt), reason, why)
+
+    async def _send_unsent_results(self, attempt: Attempt) -> None:
+        """Send the results of *attempt*'s tools that were cut (abort, error, dropped
+        attempt) and so were not sent as they came: every tool_use the turn
+        announced gets its :class:`ToolResult` event."""
+        for result in attempt.results().values():
+            if result.tool_use_id not in attempt.sent:
+                await self.send.send(result)
+                attempt.sent.add(result.tool_use_id)
 
     def _why_aborted(self, attempt: Attempt | None = None) -> str | None:
         if self.control.aborted:
@@ -220,7 +249,8 @@ class _Loop:
             and not state.has_attempted_compact
         ):
             return await self._compact(state)
-        return await self._end(state, TurnEndReason.ERROR, error=error)
+        # The error ends the turn: what was received stays (as after an abort).
+        return await self._end(await self._keep(state, attempt), TurnEndReason.ERROR, error=error)
 
     async def _compact(self, state: State) -> State | TurnEnd:
         assert self.compactor is not None
@@ -228,6 +258,13 @@ class _Loop:
         with registered(self.control, scope), scope:
             try:
                 messages = tuple(await self.compactor(state.messages))
+                for message in messages:
+                    # A user-supplied callable: check what its annotation promises.
+                    if not isinstance(message, (AssistantMessage, UserMessage)):  # pyright: ignore[reportUnnecessaryIsInstance]
+                        raise TypeError(
+                            "the compactor returned a "
+                            f"{type(message).__name__}, not an AssistantMessage or UserMessage"
+                        )
             except Exception as exc:
                 return await self._end(state, TurnEndReason.ERROR, error=exc)
             await self.send.send(Compacted(messages))
@@ -242,6 +279,11 @@ class _Loop:
             for hook in self.stop_hooks:
                 try:
                     result = await hook(state.messages)
+                    if result is not None and not isinstance(result, StopHookResult):  # pyright: ignore[reportUnnecessaryIsInstance]
+                        raise TypeError(
+                            f"stop hook {hook!r} returned a {type(result).__name__}, "
+                            "not a StopHookResult or None"
+                        )
                 except Exception as exc:
                     return await self._end(state, TurnEndReason.ERROR, error=exc)
                 if result is not None and result.block:
@@ -312,7 +354,10 @@ async def query(
                 ...
 
     The loop runs in a background task that owns the tools; leaving the ``async
-    with`` block early cancels it (the turn then sends no ``TurnEnd``).
+    with`` block early cancels it (the turn then sends no ``TurnEnd``, and the
+    messages received so far may end with tool uses whose results never came:
+    :func:`~trio_agent.repair_history` answers them, as :class:`~trio_agent.Session`
+    does).
 
     Args:
         client: an :class:`~trio_agent.AnthropicClient` (anything with its

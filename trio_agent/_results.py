@@ -41,7 +41,8 @@ class AbortReason(enum.StrEnum):
     INTERRUPT = "interrupt"
     #: ``can_use_tool`` answered :class:`~trio_agent.Reject`: the turn ends.
     PERMISSION_REJECTED = "permission_rejected"
-    #: ``executor.discard()``: the model's response was thrown away.
+    #: ``executor.discard()``: the model's response failed (an API or stream error);
+    #: the loop keeps it when the error ends the turn, drops it when it retries.
     STREAMING_FALLBACK = "streaming_fallback"
 
 
@@ -185,7 +186,10 @@ def aborted_message(reason: AbortReason, *, started: bool, culprit: str | None) 
         who = f"tool call {culprit}" if culprit else "another tool call"
         return f"Cancelled: the user rejected {who}, ending the turn.{tail}"
     if reason is AbortReason.STREAMING_FALLBACK:
-        return f"Cancelled: the model's response was discarded (streaming fallback).{tail}"
+        return (
+            "Cancelled: the model's response stream failed before this call finished "
+            f"(an API or stream error).{tail}"
+        )
     return (
         "Interrupted by the user: the user doesn't want to proceed with this tool "
         f"use.{tail} Wait for the user to tell you how to proceed."

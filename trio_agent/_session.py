@@ -95,6 +95,7 @@ class Session:
     query_options: Mapping[str, Any] = attrs.field(factory=dict[str, Any], kw_only=True)
     _messages: list[Message] = attrs.field(factory=list[Message], kw_only=True, alias="messages")
     _usage: Usage = attrs.field(factory=Usage, init=False)
+    _turn_usage: Usage = attrs.field(factory=Usage, init=False)
     _writer: TranscriptWriter | None = attrs.field(default=None, init=False)
     _truncate_to: int | None = attrs.field(default=None, init=False)
     _control: TurnControl | None = attrs.field(default=None, init=False)
@@ -221,6 +222,7 @@ class Session:
         if self._busy:
             raise trio.BusyResourceError("a turn of this session is already running")
         self._busy = True
+        self._turn_usage = Usage()
         try:
             self._record(UserMessage(prompt if isinstance(prompt, str) else tuple(prompt)))
             async with self._turn() as events:
@@ -228,6 +230,8 @@ class Session:
         finally:
             self._control = None
             self._busy = False
+            # TurnEnd's total, or (a turn left early) what its answers reported.
+            self._usage = self._usage + self._turn_usage
             self._finish_turn()
 
     def _finish_turn(self) -> None:
@@ -263,10 +267,12 @@ class Session:
         """Keep the history, the transcript and the usage up to date with *event*."""
         if isinstance(event, (AssistantMessage, UserMessage)):
             self._record(event)
+            if isinstance(event, AssistantMessage):
+                self._turn_usage = self._turn_usage + event.usage
         elif isinstance(event, Compacted):
             self._replace(event.messages)
         elif isinstance(event, TurnEnd):
-            self._usage = self._usage + event.usage
+            self._turn_usage = event.usage  # every call, dropped attempts included
             final = list(event.messages)
             if final != self._messages:  # pragma: no cover - the loop's events tell it all
                 self._replace(final)

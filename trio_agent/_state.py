@@ -130,7 +130,8 @@ class ModelFallback:
     The partial answers of the dropped attempts (this one and the overloaded
     retries before it) are not in the history. Their tools that had already
     started (and so may have had effects) are listed in *started_tools*; the
-    others never ran.
+    others never ran. (An error that *ends* the turn keeps its attempt's finished
+    blocks in the history instead, each tool use answered.)
     """
 
     from_model: str
@@ -150,7 +151,8 @@ class TurnEnd:
             ``query`` plus every message the turn sent); valid for the API: each
             tool_use has its tool_result, so the conversation can go on from it.
         turns: the number of model turns used.
-        error: the exception that ended the turn, for ``reason == "error"``.
+        error: the exception that ended the turn, for ``reason == "error"``; the
+            finished blocks of the answer it cut are in *messages*.
         message: a short human-readable explanation, when there is one.
         abort_reason: for aborted turns, the cancel reason (``user_interrupted``,
             ``interrupt`` or ``permission_rejected``).

@@ -184,7 +184,11 @@ class Transcript:
 def _parse_line(raw: bytes, lineno: int) -> Mapping[str, Any]:
     try:
         record = json.loads(raw)
+    except RecursionError as exc:
+        # A hostile or corrupt line nested too deep for the parser.
+        raise TranscriptError(f"line {lineno}: JSON nested too deep: {excerpt(raw)}") from exc
     except (UnicodeDecodeError, ValueError) as exc:
+        # ValueError covers bad JSON and integers past Python's digit limit.
         raise TranscriptError(f"line {lineno}: not JSON ({exc}): {excerpt(raw)}") from exc
     if not isinstance(record, dict):
         raise TranscriptError(f"line {lineno}: not a JSON object: {excerpt(raw)}")
@@ -198,7 +202,7 @@ def _record_message(record: Mapping[str, Any], lineno: int, raw: bytes) -> Messa
         raise TranscriptError(f"line {lineno}: {kind} line without a message: {excerpt(raw)}")
     try:
         message = message_from_api(data)  # pyright: ignore[reportUnknownArgumentType]
-    except TrioAgentError as exc:
+    except (TrioAgentError, RecursionError, ValueError) as exc:
         raise TranscriptError(f"line {lineno}: bad message: {exc}") from exc
     if (kind == "user") != isinstance(message, UserMessage):
         raise TranscriptError(f"line {lineno}: a {kind} line holds a {message.role} message")
@@ -215,7 +219,7 @@ def _history(record: Mapping[str, Any], lineno: int, raw: bytes) -> list[Message
             raise TranscriptError(f"line {lineno}: a history entry is not an object")
         try:
             out.append(message_from_api(item))  # pyright: ignore[reportUnknownArgumentType]
-        except TrioAgentError as exc:
+        except (TrioAgentError, RecursionError, ValueError) as exc:
             raise TranscriptError(f"line {lineno}: bad message: {exc}") from exc
     return out
 
