@@ -1,8 +1,10 @@
-"""``python -m benchmarks list | run [NAMES...] [--quick] [--json PATH] [--svg PATH] [--repeat N]``."""
+"""``python -m benchmarks list | run [NAMES...] [--quick] [--json PATH] [--svg PATH]
+[--markdown PATH] [--repeat N]``."""
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import platform
 import sys
@@ -14,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from ._markdown import source_state, write_markdown
 from ._report import Series, Timeline, text_table, to_json, to_svg
 
 
@@ -125,6 +128,8 @@ def _run(args: argparse.Namespace) -> int:
         "total_seconds": time.perf_counter() - started,
         "machine": machine(),
         "failures": failures,
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "source": source_state(),
     }
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
@@ -132,6 +137,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.svg:
         with open(args.svg, "w", encoding="utf-8") as f:
             f.write(to_svg(config.timelines))
+    if args.markdown:
+        write_markdown(args.markdown, results, meta)
     return 1 if failures else 0
 
 
@@ -144,7 +151,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--quick", action="store_true", help="small N, one repeat: under a minute")
     run.add_argument("--json", metavar="PATH", help="write every sample as JSON")
     run.add_argument("--svg", metavar="PATH", help="write the end-to-end timelines as SVG")
+    run.add_argument(
+        "--markdown",
+        metavar="PATH",
+        help="write RESULTS.md-style markdown (keeps an existing file's analysis section)",
+    )
     run.add_argument("--repeat", type=int, metavar="N", help="repeats (default 5, quick 1)")
+    report = sub.add_parser("report", help="write the markdown of a run from its --json file")
+    report.add_argument("json_path", metavar="JSON")
+    report.add_argument("--markdown", metavar="PATH", required=True)
     serve = sub.add_parser("serve", help=argparse.SUPPRESS)
     serve.add_argument("--port", type=int, default=0)
     child = sub.add_parser("scale-child", help=argparse.SUPPRESS)
@@ -157,6 +172,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "list":
         for bench in _registry():
             print(f"{bench.name:24} {bench.description}")
+        return 0
+    if args.command == "report":
+        from ._markdown import from_json
+
+        from_json(args.json_path, args.markdown)
         return 0
     if args.command == "serve":
         from ._server import serve_forever

@@ -1,90 +1,91 @@
-"""The ideal schedule of a turn's tools, from the actual block-finish times.
+"""The ideal turn, and the SVG timeline of a trio_agent turn.
 
-``trio_agent.testing.reference_schedule`` (the library's pure reference model) is used
-when it is there; until it lands, :func:`own_schedule` simulates the same documented
-rules: a call starts once its block has finished streaming and nothing runs, or it and
-everything running are concurrency-safe, with fewer than ``max_concurrency`` running;
-calls are considered in order and a non-safe call that cannot start holds back every
-later one; a failing call that cascades ends its running siblings at once, and no
-later call of the batch starts.
+The ideal is ``trio_agent.testing.reference_schedule`` (the library's pure reference
+model of the executor's scheduling, zero overhead) on a :class:`ToolScenario` built
+from a real trio_agent run: each call arrives when its ``BlockFinished`` event did,
+and lasts as long as its sleep (``ms``) or, for real work, as long as it ran in that
+very run. The ideal turn is then ``max(end of the first stream, end of the last
+tool)`` plus the run's later model calls, as long as they took in that run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
-import attrs
-
-
-@attrs.frozen
-class IdealCall:
-    id: str
-    arrive: float  # its block finished streaming
-    duration: float
-    safe: bool
-    cascades: bool = False  # fails, and its failure cancels the siblings
+from ._report import Timeline
+from ._scenarios import is_safe
+from ._turns import QueryRun
 
 
-def own_schedule(
-    calls: Sequence[IdealCall], max_concurrency: int = 10
-) -> dict[str, tuple[float, float]]:
-    """Each call's (start, end) under the executor's rules, with zero overhead."""
-    pending = list(calls)
-    running: dict[str, tuple[IdealCall, float]] = {}  # id -> (call, end)
+def _duration(run: QueryRun, tool_use_id: str, tool_input: Any) -> float:
+    if tool_input.get("real"):
+        row = run.recorder.tools[tool_use_id]
+        if row.started_at is None or row.ended_at is None:
+            raise RuntimeError(f"real-work tool {tool_use_id} never ran")
+        return row.ended_at - row.started_at
+    return float(tool_input.get("ms", 0)) / 1000
+
+
+def ideal_schedule(run: QueryRun, max_concurrency: int) -> dict[str, tuple[float, float]]:
+    """Each tool call's (start, end) in the reference model, by tool_use id."""
+    from trio_agent.testing import ScenarioCall, ToolScenario, reference_schedule
+
+    ids = list(run.blocks)
+    calls = [
+        ScenarioCall(
+            arrival=arrival,
+            duration=_duration(run, tid, block.input),
+            outcome="error" if block.input.get("fail") else "ok",
+            safe=is_safe(block.name, block.input),
+            interrupt_behavior="cancel" if block.name == "Bash" else "block",
+            cascade=block.name == "Bash",
+            name=f"{n:03}_{block.name}",
+        )
+        for n, (tid, (arrival, block)) in enumerate(run.blocks.items())
+    ]
+    first = run.recorder.calls[0]
+    schedule = reference_schedule(
+        ToolScenario(calls, max_concurrency=max_concurrency, finish_at=first.stream_ended_at)
+    )
     out: dict[str, tuple[float, float]] = {}
-    now = 0.0
-    cascaded = False
-    while pending or running:
-        if cascaded:
-            # After a cascade the batch takes no more work: later calls never start.
-            for call in pending:
-                out[call.id] = (max(now, call.arrive), max(now, call.arrive))
-            pending.clear()
-        # Start what may start now, in order.
-        progressed = True
-        while progressed:
-            progressed = False
-            for call in list(pending):
-                if call.arrive > now:
-                    break
-                all_safe = all(c.safe for c, _ in running.values())
-                may = not running or (call.safe and all_safe)
-                if may and len(running) < max_concurrency:
-                    pending.remove(call)
-                    running[call.id] = (call, now + call.duration)
-                    out[call.id] = (now, now + call.duration)
-                    progressed = True
-                    break
-                if not call.safe:
-                    break  # a blocked non-safe call holds back every later one
-        # Next event: a call ends, or a block arrives.
-        times = [end for _, end in running.values()] + [c.arrive for c in pending if c.arrive > now]
-        if not times:
-            break
-        now = max(now, min(times))
-        for cid, (call, end) in list(running.items()):
-            if end <= now:
-                del running[cid]
-                if call.cascades:
-                    cascaded = True
-                    for sid, (_, _) in list(running.items()):
-                        out[sid] = (out[sid][0], now)
-                        del running[sid]
+    for tid, outcome in zip(ids, schedule.calls, strict=True):
+        assert outcome.end is not None
+        start = outcome.start if outcome.start is not None else outcome.end
+        out[tid] = (start, outcome.end)
     return out
 
 
-def ideal_schedule(calls: Sequence[IdealCall]) -> tuple[dict[str, tuple[float, float]], str]:
-    """The schedule and which model computed it."""
-    try:
-        from trio_agent.testing import reference_schedule  # type: ignore[attr-defined]
-    except ImportError:
-        return own_schedule(calls), "benchmarks' own schedule (reference_schedule not available)"
-    return _with_reference(reference_schedule, calls)
+def ideal_turn(run: QueryRun, max_concurrency: int | None = None) -> float:
+    """The ideal turn time on *run*'s actual block-finish times (see the module doc)."""
+    cap = run.max_tool_concurrency if max_concurrency is None else max_concurrency
+    schedule = ideal_schedule(run, cap)
+    calls = run.recorder.calls
+    if len(calls) < 2 or any(c.stream_ended_at is None for c in calls):
+        raise RuntimeError("a scenario turn is two or more complete model calls")
+    first_end = calls[0].stream_ended_at
+    tools_end = max((end for _, end in schedule.values()), default=0.0)
+    later = sum(c.stream_ended_at - c.started_at for c in calls[1:])
+    return max(first_end, tools_end) + later
 
 
-def _with_reference(
-    reference_schedule: object, calls: Sequence[IdealCall]
-) -> tuple[dict[str, tuple[float, float]], str]:
-    # Adapted when the reference model lands; until its signature is known, fall back.
-    del reference_schedule
-    return own_schedule(calls), "benchmarks' own schedule (reference_schedule adapter pending)"
+def timeline(title: str, run: QueryRun) -> Timeline:
+    """The SVG panel of *run*: model streams on top, one row per tool call."""
+    tl = Timeline(title)
+    for call in run.recorder.calls:
+        if call.stream_ended_at is not None:
+            tl.span("model stream", "stream", call.started_at, call.stream_ended_at)
+    ideal = ideal_schedule(run, run.max_tool_concurrency)
+    for n, (tid, (done, block)) in enumerate(run.blocks.items(), 1):
+        row = f"{n:02} {block.name}"
+        tl.mark(row, "block", done)
+        tool = run.recorder.tools.get(tid)
+        if tool is not None and tool.started_at is not None:
+            tl.span(row, "queued", done, tool.started_at)
+            end = tool.ended_at if tool.ended_at is not None else tool.started_at
+            tl.span(
+                row, "cancelled" if tool.state == "cancelled" else "executing", tool.started_at, end
+            )
+        if tid in run.delivered:
+            tl.mark(row, "delivered", run.delivered[tid])
+        tl.mark(row, "ideal", ideal[tid][1])
+    return tl

@@ -1,5 +1,6 @@
-"""Scale: N agents at once against the loopback server, each a two-iteration turn with
-tools. Each measurement runs in a fresh child process so its peak RSS is its own."""
+"""Scale: N agent ``Session``s at once against the loopback server, each a
+two-iteration turn with tools. Each measurement runs in a fresh child process so its
+peak RSS is its own."""
 
 from __future__ import annotations
 
@@ -19,57 +20,67 @@ from ._report import Series
 def _child(agents: int, base_url: str, mode: str) -> dict[str, Any]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * agents + 256)), hard))
-    import httpx
+    from trio_agent import Session, TurnEnd, TurnEndReason
 
-    from trio_agent import AnthropicClient, RetryPolicy
+    from ._turns import MAX_TOKENS, MODEL, PROMPT, after_stream_turn, scenario_tools, with_client
 
-    from ._e2e import Trace, trio_tools, turn_after_stream, turn_streaming
+    completed = 0
 
-    traces: list[Trace] = []
-    root = Path(".")
+    async def main(client: Any) -> tuple[float, int]:
+        async def session_turn() -> None:
+            nonlocal completed
+            session = Session(client, scenario_tools(Path(".")), model=MODEL, max_tokens=MAX_TOKENS)
+            async with session.submit(PROMPT) as events:
+                async for event in events:
+                    if isinstance(event, TurnEnd) and event.reason == TurnEndReason.COMPLETED:
+                        completed += 1
+            if len(session.messages) != 4:
+                raise RuntimeError(f"a session turn made {len(session.messages)} messages, not 4")
 
-    async def main() -> tuple[float, int]:
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-        async with httpx.AsyncClient(timeout=httpx.Timeout(120.0), limits=limits) as http:
-            client = AnthropicClient(
-                api_key="bench",
-                base_url=base_url,
-                http_client=http,
-                retry=RetryPolicy(max_retries=0),
-            )
+        async def after_stream() -> None:
+            nonlocal completed
+            await after_stream_turn(client, scenario_tools(Path(".")), parallel=True)
+            completed += 1
 
-            async def agent(i: int) -> None:
-                trace = Trace()
-                traces.append(trace)
-                tools = trio_tools(root, lambda: trace)
-                if mode == "streaming":
-                    await turn_streaming(client, tools, trace)
-                else:
-                    await turn_after_stream(client, tools, trace, parallel=True)
+        agent = session_turn if mode == "session" else after_stream
+        base_rss = _current_rss_kb()
+        t0 = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            for _ in range(agents):
+                nursery.start_soon(agent)
+        return time.perf_counter() - t0, base_rss
 
-            base_rss = _current_rss_kb()
-            t0 = time.perf_counter()
-            async with trio.open_nursery() as nursery:
-                for i in range(agents):
-                    nursery.start_soon(agent, i)
-            return time.perf_counter() - t0, base_rss
-
-    wall, base_rss = trio.run(main)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    turns = sum(1 for t in traces if t.end > 0)
-    return {"wall": wall, "turns": turns, "base_rss_kb": base_rss, "peak_rss_kb": peak}
+    wall, base_rss = trio.run(with_client, base_url, main)
+    peak = _peak_rss_kb()
+    return {"wall": wall, "turns": completed, "base_rss_kb": base_rss, "peak_rss_kb": peak}
 
 
-def _current_rss_kb() -> int:
-    """The resident set size now (ru_maxrss is the peak so far, not the current size)."""
+def _status_kb(field: str) -> int | None:
     try:
         with open("/proc/self/status", encoding="ascii") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1])
     except OSError:
         pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return None
+
+
+def _current_rss_kb() -> int:
+    """The resident set size now."""
+    rss = _status_kb("VmRSS")
+    return rss if rss is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _peak_rss_kb() -> int:
+    """This process's peak resident set size.
+
+    ``VmHWM`` (the peak of this process's own address space), not ``ru_maxrss``:
+    Linux carries the forking parent's peak over ``exec`` into the child's
+    ``ru_maxrss``, so a child of a big benchmark process would report the parent's size.
+    """
+    hwm = _status_kb("VmHWM")
+    return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def child_main(argv: list[str]) -> int:
@@ -100,13 +111,13 @@ def bench_scale(config: Any) -> list[Series]:
     base = f"{server_url(config)}/s/scale/1.0"
     name = "scale"
     contestants = {
-        "streaming": "trio_agent (streaming executor)",
+        "session": "trio_agent Session",
         "after": "after-stream parallel (same client)",
     }
-    subject = contestants["streaming"]
+    subject = contestants["session"]
     rows: dict[str, dict[str, Series]] = {}
     for mode, who in contestants.items():
-        sub = None if mode == "streaming" else subject
+        sub = None if mode == "session" else subject
         rows[mode] = {
             "wall": Series(name, who, f"wall time, {agents} agents", "s", subject=sub),
             "rate": Series(name, who, f"turns per second, {agents} agents", "turns/s", subject=sub),
@@ -123,13 +134,12 @@ def bench_scale(config: Any) -> list[Series]:
             r["rate"].samples.append(m["turns"] / m["wall"])
             r["peak"].samples.append(m["peak_rss_kb"] / 1024)
             r["per"].samples.append((m["peak_rss_kb"] - m["base_rss_kb"]) / agents)
-    note = (
-        "Session not merged yet: each agent is the streaming loop built from "
-        "AnthropicClient + open_tool_executor (the query loop's per-iteration work)"
+    rows["session"]["wall"].note = (
+        "each agent: a trio_agent.Session (no transcript) submitting one prompt; "
+        "two model calls, two 50 ms reads in between"
     )
-    rows["streaming"]["wall"].note = note
     return [
         s
         for key in ("wall", "rate", "peak", "per")
-        for s in (rows["streaming"][key], rows["after"][key])
+        for s in (rows["session"][key], rows["after"][key])
     ]

@@ -98,6 +98,8 @@ class Scenario:
     json_chunk_size: int = 8
     text_chunk_size: int = 4
     real: bool = False
+    # Also run trio_agent with max_tool_concurrency set to this (the peers have no cap).
+    wide_concurrency: int | None = None
 
 
 def _read(path: str, ms: float) -> Call:
@@ -193,6 +195,7 @@ def _scenarios() -> list[Scenario]:
             "50 safe tools in one answer",
             tuple([t] + [_read(f"f{i:02}.py", 200) for i in range(50)]),
             token_delay=0.004,
+            wide_concurrency=50,
         ),
         Scenario(
             "long_text",

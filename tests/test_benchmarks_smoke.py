@@ -55,9 +55,17 @@ def test_unknown_benchmark_is_a_usage_error() -> None:
     assert "unknown benchmark" in out.stderr
 
 
+# A representative subset keeps the suite fast: one micro-benchmark and one end-to-end
+# scenario with every contestant (trio_agent via query(), the ideal from
+# reference_schedule, the after-stream loops and the peers). `run --quick` itself runs
+# everything (under a minute on 2 cores).
+SUBSET = ("dispatch", "e2e.seed1")
+
+
 @pytest.mark.slow
 def test_quick_run_is_sane(tmp_path: Path) -> None:
     json_path, svg_path = tmp_path / "bench.json", tmp_path / "bench.svg"
+    md_path = tmp_path / "RESULTS.md"
     out = subprocess.run(
         [
             sys.executable,
@@ -65,10 +73,13 @@ def test_quick_run_is_sane(tmp_path: Path) -> None:
             "benchmarks",
             "run",
             "--quick",
+            *SUBSET,
             "--json",
             str(json_path),
             "--svg",
             str(svg_path),
+            "--markdown",
+            str(md_path),
         ],
         cwd=ROOT,
         capture_output=True,
@@ -80,8 +91,19 @@ def test_quick_run_is_sane(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
     data = json.loads(json_path.read_text())
     assert data["meta"]["failures"] == 0
+    assert data["meta"]["quick"] is True
     benchmarks = {s["benchmark"] for s in data["series"]}
-    assert benchmarks == set(_names())
+    assert benchmarks == set(SUBSET)
+    contestants = {s["contestant"] for s in data["series"] if s["benchmark"] == "e2e.seed1"}
+    assert {
+        "trio_agent",
+        "ideal",
+        "after-stream sequential",
+        "after-stream parallel",
+        "sdk tool_runner",
+        "sdk tool_runner eager",
+        "pydantic-ai",
+    } <= contestants
     for series in data["series"]:
         if series["skipped"]:
             assert series["samples"] == []
@@ -99,3 +121,6 @@ def test_quick_run_is_sane(tmp_path: Path) -> None:
     assert svg.startswith("<svg")
     assert svg.rstrip().endswith("</svg>")
     assert "model stream" in svg
+    markdown = md_path.read_text()
+    assert "| e2e.seed1 | turn wall time | ideal |" in markdown
+    assert "## Versus the targets of issue #5" in markdown

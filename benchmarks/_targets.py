@@ -1,0 +1,257 @@
+"""Where a run stands against the targets of issue #5, computed from its series.
+
+Every figure here is derived from the run's own rows (the same paired ratios as the
+table), so a re-run refreshes the verdicts too. A target whose rows are missing
+(the benchmark was not run) says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+
+from ._report import Series
+
+PEERS = (
+    "after-stream sequential",
+    "after-stream parallel",
+    "sdk tool_runner",
+    "sdk tool_runner eager",
+    "pydantic-ai",
+)
+
+
+def paired(a: Series, b: Series) -> float | None:
+    """``a / b``: the median of per-repeat ratios when paired, else of the medians."""
+    if a.skipped or b.skipped or not a.samples or not b.samples:
+        return None
+    if len(a.samples) == len(b.samples):
+        pairs = [x / y for x, y in zip(a.samples, b.samples, strict=True) if y > 0]
+        return statistics.median(pairs) if pairs else None
+    return a.median / b.median if b.median > 0 else None
+
+
+def _find(
+    series: Sequence[Series], benchmark: str, contestant: str, metric: str = ""
+) -> Series | None:
+    for s in series:
+        if (
+            s.benchmark == benchmark
+            and s.contestant.startswith(contestant)
+            and s.metric.startswith(metric)
+            and not s.skipped
+            and s.samples
+        ):
+            return s
+    return None
+
+
+def _verdict(ok: bool | None) -> str:
+    return {True: "**met**", False: "**missed**", None: "not measured"}[ok]
+
+
+Row = tuple[str, str, str]  # target, verdict, where we stand
+
+
+def _e2e_rows(series: Sequence[Series]) -> list[Row]:
+    scenarios = sorted(
+        {s.benchmark for s in series if s.benchmark.startswith("e2e.")},
+        key=[s.benchmark for s in series].index,
+    )
+    if not scenarios:
+        return [
+            ("trio_agent / ideal <= 1.02 on every e2e scenario", _verdict(None), ""),
+            ("faster than every peer on every scenario with tools", _verdict(None), ""),
+        ]
+    ideal_parts: list[str] = []
+    ideal_ok = True
+    peer_parts: list[str] = []
+    peer_ok = True
+    for name in scenarios:
+        short = name.removeprefix("e2e.")
+        ours = _find(series, name, "trio_agent", "turn wall time")
+        ideal = _find(series, name, "ideal", "turn wall time")
+        if ours is None or ideal is None:
+            ideal_parts.append(f"{short} not measured")
+            ideal_ok = False
+            continue
+        r = paired(ours, ideal)
+        wide = next(
+            (s for s in series if s.benchmark == name and s.contestant.startswith("trio_agent (")),
+            None,
+        )
+        text = f"{short} {r:.3f}" if r is not None else f"{short} -"
+        ideal_ok = ideal_ok and r is not None and r <= 1.02
+        if wide is not None:
+            wide_ideal = _find(series, name, "ideal (")
+            rw = paired(wide, wide_ideal) if wide_ideal is not None else None
+            if rw is not None:
+                cap = wide.contestant.removeprefix("trio_agent (").rstrip(")")
+                text += f" ({cap}: {rw:.3f})"
+                ideal_ok = ideal_ok and rw <= 1.02
+        ideal_parts.append(text)
+        for who in (ours, wide):
+            if who is None:
+                continue
+            slower = []
+            for peer_name in PEERS:
+                peer = next(
+                    (s for s in series if s.benchmark == name and s.contestant == peer_name), None
+                )
+                if peer is None:
+                    continue
+                rp = paired(who, peer)
+                if rp is not None and rp >= 1.0:
+                    slower.append(f"{peer_name} ({rp:.3f})")
+            label = (
+                short
+                if who is ours
+                else f"{short} with {who.contestant.removeprefix('trio_agent (').rstrip(')')}"
+            )
+            if slower:
+                if who is ours:
+                    peer_ok = False
+                peer_parts.append(f"{label}: slower than " + ", ".join(slower))
+            elif who is not ours or wide is not None:
+                peer_parts.append(f"{label}: faster than every peer")
+    peer_text = "; ".join(peer_parts) if peer_parts else "faster than every peer everywhere"
+    return [
+        (
+            "trio_agent / ideal <= 1.02 on every e2e scenario",
+            _verdict(ideal_ok),
+            ", ".join(ideal_parts),
+        ),
+        ("faster than every peer on every scenario with tools", _verdict(peer_ok), peer_text),
+    ]
+
+
+def _ratio_row(
+    series: Sequence[Series],
+    target: str,
+    benchmark: str,
+    ours: str,
+    other: str,
+    metric: str,
+    show: Callable[[float], str],
+    ok: Callable[[float], bool],
+) -> Row:
+    a = _find(series, benchmark, ours, metric)
+    b = _find(series, benchmark, other, metric)
+    r = paired(a, b) if a is not None and b is not None else None
+    if r is None:
+        return (target, _verdict(None), "")
+    return (target, _verdict(ok(r)), show(r))
+
+
+def _value_row(
+    series: Sequence[Series],
+    target: str,
+    benchmark: str,
+    contestant: str,
+    metric: str,
+    show: Callable[[Series], str],
+    ok: Callable[[float], bool],
+) -> Row:
+    s = _find(series, benchmark, contestant, metric)
+    if s is None:
+        return (target, _verdict(None), "")
+    return (target, _verdict(ok(s.median)), show(s))
+
+
+def targets(series: Sequence[Series]) -> list[Row]:
+    """(target, verdict, where we stand) for each target of issue #5."""
+    rows = _e2e_rows(series)
+    rows.append(
+        _ratio_row(
+            series,
+            "dispatch overhead <= 2x bare Trio",
+            "dispatch",
+            "trio_agent executor (max_concurrency=N)",
+            "bare trio",
+            "us per no-op tool",
+            lambda r: f"{r:.2f}x bare Trio's time per tool (executor with max_concurrency=N)",
+            lambda r: r <= 2.0,
+        )
+    )
+    for label, metric, goal in (
+        ("text (20k deltas)", "text 20k deltas", 10.0),
+        ("tool input in 8k deltas", "tool input 8k deltas", 50.0),
+    ):
+        rows.append(
+            _ratio_row(
+                series,
+                f"accumulator >= {goal:g}x the SDK on {label}",
+                "accumulator",
+                "trio_agent",
+                "sdk accumulate_event",
+                metric,
+                lambda r: f"{1 / r:.1f}x the SDK's speed",
+                lambda r, goal=goal: 1 / r >= goal,
+            )
+        )
+    rows.append(
+        _ratio_row(
+            series,
+            "stream pipeline >= 0.7x bare httpx-sse",
+            "pipeline",
+            "trio_agent client",
+            "bare httpx-sse",
+            "ms per stream",
+            lambda r: f"{1 / r:.2f}x bare throughput ({r:.2f}x its time)",
+            lambda r: 1 / r >= 0.7,
+        )
+    )
+    bare_cancel = _find(series, "cancellation", "bare trio", "ms until")
+    rows.append(
+        _value_row(
+            series,
+            "cancellation of 1,000 siblings < 5 ms",
+            "cancellation",
+            "trio_agent",
+            "ms until",
+            lambda s: (
+                f"{s.median:.1f} ms"
+                + (f" (bare Trio {bare_cancel.median:.1f} ms)" if bare_cancel else "")
+            ),
+            lambda v: v < 5.0,
+        )
+    )
+    for tools in (100, 10):
+        bare = _find(
+            series, "progress", "bare trio", f"p99 latency ctx.progress -> consumer ({tools} "
+        )
+        rows.append(
+            _value_row(
+                series,
+                f"progress p99 < 1 ms ({tools} tools reporting every ms)",
+                "progress",
+                "trio_agent",
+                f"p99 latency ctx.progress -> consumer ({tools} ",
+                lambda s, bare=bare: (
+                    f"{s.median / 1000:.3f} ms"
+                    + (f" (bare Trio {bare.median / 1000:.3f} ms)" if bare else "")
+                ),
+                lambda v: v < 1000.0,
+            )
+        )
+    peak = _find(series, "scale", "trio_agent", "peak RSS")
+    agents = peak.metric.rsplit(",", 1)[-1].strip() if peak is not None else ""
+    rows.append(
+        _value_row(
+            series,
+            "1,000 agent sessions in < 300 MB",
+            "scale",
+            "trio_agent",
+            "peak RSS",
+            lambda s: f"{s.median:.0f} MB peak RSS with {agents}",
+            lambda v: v < 300.0 and agents == "1000 agents",
+        )
+    )
+    return rows
+
+
+def targets_markdown(series: Sequence[Series]) -> str:
+    lines = ["| target | verdict | where we stand |", "|---|---|---|"]
+    for target, verdict, text in targets(series):
+        lines.append(f"| {target} | {verdict} | {text.replace('|', '/')} |")
+    return "\n".join(lines)
