@@ -18,9 +18,9 @@ from typing import Literal
 import attrs
 
 from .._results import AbortReason, ExecutorStatistics, ToolFinished, ToolResult
-from ._trace import EventKind, InvariantViolation, TraceEvent, result_kind
+from ._trace import EventKind, InvariantViolation, Trace, TraceEvent, result_kind
 
-__all__ = ["CallFacts", "RunRecord", "check_record"]
+__all__ = ["CallFacts", "RunRecord", "check_record", "record_of_trace"]
 
 
 @attrs.frozen
@@ -259,3 +259,29 @@ def check_aborts(run: RunRecord, finished_at: dict[int, int]) -> None:
             "cancel_turn" in action_at and action_at["cancel_turn"] < finished_at[i],
             f"call {i} user_interrupted without a turn cancellation",
         )
+
+
+def record_of_trace(trace: Trace) -> RunRecord:
+    """A scenario trace in the common model: the facts come from the scenario."""
+    sc = trace.scenario
+    facts = tuple(
+        CallFacts(
+            sc.tool_use_id(i),
+            safe=call.effectively_safe,
+            cascade=call.cascade,
+            interrupt_behavior=call.interrupt_behavior,
+            known=call.input != "unknown_tool",
+            valid=call.input == "valid",
+            rejects=call.permission == "reject",
+        )
+        for i, call in enumerate(sc.calls)
+    )
+    return RunRecord(
+        facts=facts,
+        events=trace.events,
+        statistics=trace.statistics,
+        max_concurrency=sc.max_concurrency,
+        turn_cancelled=trace.turn_cancelled,
+        leaked_tasks=trace.leaked_tasks,
+        tool_tasks=trace.tool_tasks,
+    )
