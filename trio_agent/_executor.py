@@ -201,6 +201,33 @@ class ToolExecutor:
                 self._abort_call(call, AbortReason.INTERRUPT, None)
         self._pump()
 
+    def skip_unstarted(self, message: str) -> int:
+        """Answer every call whose tool has not started with *message*; it never starts.
+
+        For an answer that must not be acted on further (the model's answer
+        ended with a ``refusal``): queued calls, and calls still waiting for
+        ``can_use_tool``, get an error result with *message*, ``started=False``
+        and ``abort_reason=None`` (the executor did not abort them for one of
+        the :class:`AbortReason` reasons; the caller chose not to run them).
+        Tools already running are left alone. Not sticky: a call added later
+        is scheduled as usual.
+
+        Returns:
+            How many calls were skipped.
+        """
+        if self._exited:
+            return 0
+        skipped = [c for c in self._unfinished() if not c.started]
+        for call in skipped:
+            if call.state == "queued":
+                if call in self._queue:
+                    self._queue.remove(call)
+            else:  # waiting for can_use_tool (or its task's first step)
+                call.scope.cancel(reason="skipped")
+            self._finish(call, ToolResult(call.block.id, message, True, None, False))
+        self._pump()
+        return len(skipped)
+
     def discard(self) -> None:
         """Streaming fallback: throw this executor's work away.
 
