@@ -17,6 +17,7 @@ from ._answers import Faults as Faults
 from ._answers import HTTPErrorAnswer as HTTPErrorAnswer
 from ._answers import ScriptedAnswer as ScriptedAnswer
 from ._answers import Timing as Timing
+from ._checks import check_trace as check_trace
 from ._leaks import LeakCheck as LeakCheck
 from ._leaks import LeakError as LeakError
 from ._leaks import Leaks as Leaks
@@ -41,7 +42,6 @@ from ._sse_render import render_sse as render_sse
 from ._trace import InvariantViolation as InvariantViolation
 from ._trace import Trace as Trace
 from ._trace import TraceEvent as TraceEvent
-from ._trace import check_trace as check_trace
 from ._trace import result_kind as result_kind
 from ._trace import run_scenario as run_scenario
 
