@@ -20,9 +20,10 @@ from ._answers import Faults as Faults
 from ._answers import HTTPErrorAnswer as HTTPErrorAnswer
 from ._answers import ScriptedAnswer as ScriptedAnswer
 from ._answers import Timing as Timing
-from ._invariants import CallFacts as CallFacts
-from ._invariants import RunRecord as RunRecord
-from ._invariants import check_record as check_record
+from ._checks import CallFacts as CallFacts
+from ._checks import RunRecord as RunRecord
+from ._checks import check_record as check_record
+from ._checks import check_trace as check_trace
 from ._leaks import LeakCheck as LeakCheck
 from ._leaks import LeakError as LeakError
 from ._leaks import Leaks as Leaks
@@ -53,7 +54,6 @@ from ._tool_runs import run_tool_calls as run_tool_calls
 from ._trace import InvariantViolation as InvariantViolation
 from ._trace import Trace as Trace
 from ._trace import TraceEvent as TraceEvent
-from ._trace import check_trace as check_trace
 from ._trace import result_kind as result_kind
 from ._trace import run_scenario as run_scenario
 

@@ -12,7 +12,7 @@ from .._call import read_return
 from .._messages import ContentBlock
 from .._permissions import Deny
 from .._results import ToolResult
-from ._invariants import CallFacts, check, check_record
+from ._checks import CallFacts, check, check_record
 from ._tool_runs import ToolRun
 
 __all__ = ["check_tool_run"]

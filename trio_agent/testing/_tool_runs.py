@@ -23,7 +23,7 @@ from .._executor import ToolExecutor, open_tool_executor
 from .._permissions import Allow, CanUseTool, Deny, PermissionDecision, Reject
 from .._results import ExecutorStatistics, ToolProgress, ToolResult
 from .._tools import Tool, ToolContext, plain_json
-from ._invariants import CallFacts, RunRecord
+from ._checks import CallFacts, RunRecord
 from ._scenario import ScenarioError
 from ._tool_calls import ToolCallBatch
 from ._trace import EventKind, TraceEvent, _TaskWatch

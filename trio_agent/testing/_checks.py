@@ -1,4 +1,4 @@
-"""The executor's invariants, checked over a common event model.
+"""The invariants every run of the executor keeps, over a common event model.
 
 A scenario :class:`~trio_agent.testing.Trace` (synthetic tools) and a
 :class:`~trio_agent.testing.ToolRun` (a user's real tools) are both a
@@ -7,7 +7,8 @@ A scenario :class:`~trio_agent.testing.Trace` (synthetic tools) and a
 safety for that input, cascade flag, interrupt behaviour, whether the tool
 exists and the input is valid, whether the permission check rejected it).
 They differ only in where those facts come from, so both are checked by
-:func:`check_record`.
+:func:`check_record` (:func:`check_trace` and
+:func:`~trio_agent.testing.check_tool_run` are thin wrappers).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import attrs
 from .._results import AbortReason, ExecutorStatistics, ToolFinished, ToolResult
 from ._trace import EventKind, InvariantViolation, Trace, TraceEvent, result_kind
 
-__all__ = ["CallFacts", "RunRecord", "check_record", "record_of_trace"]
+__all__ = ["CallFacts", "RunRecord", "check_record", "check_trace", "record_of_trace"]
 
 
 @attrs.frozen
@@ -285,3 +286,17 @@ def record_of_trace(trace: Trace) -> RunRecord:
         leaked_tasks=trace.leaked_tasks,
         tool_tasks=trace.tool_tasks,
     )
+
+
+def check_trace(trace: Trace) -> None:
+    """Check the invariants every scenario run must keep, whatever the timing.
+
+    Pairing, order, exclusivity, the concurrency cap, cascade scope,
+    escalation, interrupt and discard scope, progress before its result,
+    statistics, and no tool task left after the block
+    (:func:`check_record` on :func:`record_of_trace`).
+
+    Raises:
+        InvariantViolation: with a message saying which invariant and call.
+    """
+    check_record(record_of_trace(trace))
