@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -671,6 +672,68 @@ async def test_discard_keeps_finished_results_for_drain(
         await trio.sleep(5)
         executor.discard()
     assert executor.drain() == [ToolResult("toolu_1", "Read ok", False, None, True)]
+
+
+# -- skip_unstarted (a refusal) ----------------------------------------------------------------
+
+
+async def test_skip_unstarted_answers_queued_calls_and_leaves_running_ones(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log = Log()
+    tools = [make_tool("Read", log, duration=1), make_tool("Write", log, safe=False, duration=2)]
+    async with open_tool_executor(tools) as executor:
+        executor.add_tool(call(1, "Write", "w1"))
+        executor.add_tool(call(2, "Read", "r2"))
+        executor.add_tool(call(3, "Write", "w3"))
+        await trio.sleep(1)
+        assert executor.skip_unstarted("Not run: refused.") == 2
+        assert executor.statistics() == trio_agent.ExecutorStatistics(0, 1, 2, 1)
+        executor.add_tool(call(4, "Read", "r4"))  # not sticky: queued behind w1 as usual
+        executor.finish()
+        got = await collect(executor)
+    assert log.starts() == {"w1": 0, "r4": 2}
+    assert log.ends() == {"w1": 2, "r4": 3}
+    skipped = ToolResult("toolu_2", "Not run: refused.", True, None, False)
+    assert [r for _, r in got] == [
+        ToolResult("toolu_1", "w1 ok", False, None, True),
+        skipped,
+        attrs.evolve(skipped, tool_use_id="toolu_3"),
+        ToolResult("toolu_4", "r4 ok", False, None, True),
+    ]
+    assert [t for t, _ in got] == [2, 2, 2, 3]  # in add order: w1 first
+
+
+async def test_skip_unstarted_stops_a_call_waiting_for_permission(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    asked: list[str] = []
+
+    async def can_use_tool(tool: Tool, input: Mapping[str, Any], ctx: ToolContext) -> Any:
+        asked.append(ctx.tool_use_id)
+        try:
+            await trio.sleep(10)  # the user thinks
+        except trio.Cancelled:
+            asked.append(f"{ctx.tool_use_id} cancelled")
+            raise
+        return Allow()
+
+    log = Log()
+    async with open_tool_executor(
+        [make_tool("Bash", log, safe=False)], can_use_tool=can_use_tool
+    ) as executor:
+        executor.add_tool(call(1, "Bash", "rm"))
+        await trio.sleep(1)
+        assert executor.skip_unstarted("Not run.") == 1
+        assert executor.skip_unstarted("Not run.") == 0  # nothing left
+        with trio.testing.assert_checkpoints():
+            got = await executor.results.receive()
+        assert trio.current_time() == 1
+    assert got == ToolResult("toolu_1", "Not run.", True, None, False)
+    assert asked == ["toolu_1", "toolu_1 cancelled"]
+    assert log.events == []
+    assert executor.drain() == []
+    assert executor.skip_unstarted("after the block") == 0
 
 
 # -- context modifiers -----------------------------------------------------------------------

@@ -114,3 +114,16 @@ def test_the_harness_example_runs(tmp_path: Path) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.test_executor_matches_the_reference()
+
+
+def test_the_own_tools_example_runs(tmp_path: Path) -> None:
+    (example,) = [b for b in code_blocks("python") if "run_tool_calls(" in b]
+    path = tmp_path / "test_readme_own_tools.py"
+    path.write_text(example, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("test_readme_own_tools", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.test_my_tools()
+    assert module.weather.name == "weather"

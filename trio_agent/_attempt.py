@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 import attrs
 import trio
@@ -48,6 +48,21 @@ def registered(control: TurnControl, scope: trio.CancelScope) -> Generator[None]
         yield
     finally:
         control._exit_scope(scope)
+
+
+#: The result of a tool call not yet started when the answer ended with a refusal.
+REFUSAL_SKIPPED = (
+    "Not run: the response ended with a refusal, so this tool call was not carried out."
+)
+
+
+def _is_refusal(event: StreamEvent) -> bool:
+    """A ``message_delta`` saying the answer stops with ``refusal``: nothing queued
+    may start from now on (the earliest moment the loop can know)."""
+    if event.type != "message_delta":
+        return False
+    delta: object = event.data.get("delta")
+    return isinstance(delta, dict) and cast("dict[str, Any]", delta).get("stop_reason") == "refusal"
 
 
 @attrs.define(eq=False)
@@ -178,6 +193,8 @@ class ModelCaller:
         ) as items:
             async for item in items:
                 if isinstance(item, StreamEvent):
+                    if _is_refusal(item):
+                        executor.skip_unstarted(REFUSAL_SKIPPED)
                     index = await self._on_event(item, attempt, index)
                 elif isinstance(item, AssistantMessage):
                     for block in item.content:
@@ -187,6 +204,8 @@ class ModelCaller:
                         await self.send.send(BlockFinished(index, block))
                 elif isinstance(item, StreamResult):  # pragma: no branch
                     attempt.result = item
+                    if item.message.stop_reason == "refusal":
+                        executor.skip_unstarted(REFUSAL_SKIPPED)
 
     async def _on_event(self, item: StreamEvent, attempt: Attempt, index: int) -> int:
         data = item.data

@@ -6,6 +6,9 @@
 - The executor harness: :class:`ToolScenario` values, the pure
   :func:`reference_schedule`, :func:`run_scenario` (the real executor in virtual time)
   and :func:`check_trace`.
+- The harness for users' own tools: :func:`tool_calls` (hypothesis batches of
+  calls), :func:`run_tool_calls` (the real executor with the real tools, in
+  virtual or real time) and :func:`check_tool_run`.
 
 The hypothesis strategies live in :mod:`trio_agent.testing.strategies` and
 :func:`scenarios` (they need the ``testing`` extra).
@@ -17,6 +20,10 @@ from ._answers import Faults as Faults
 from ._answers import HTTPErrorAnswer as HTTPErrorAnswer
 from ._answers import ScriptedAnswer as ScriptedAnswer
 from ._answers import Timing as Timing
+from ._checks import CallFacts as CallFacts
+from ._checks import RunRecord as RunRecord
+from ._checks import check_record as check_record
+from ._checks import check_trace as check_trace
 from ._leaks import LeakCheck as LeakCheck
 from ._leaks import LeakError as LeakError
 from ._leaks import Leaks as Leaks
@@ -38,15 +45,21 @@ from ._sse_render import error_event as error_event
 from ._sse_render import plan_stream as plan_stream
 from ._sse_render import render_events as render_events
 from ._sse_render import render_sse as render_sse
+from ._tool_calls import ToolCall as ToolCall
+from ._tool_calls import ToolCallBatch as ToolCallBatch
+from ._tool_calls import tool_calls as tool_calls
+from ._tool_checks import check_tool_run as check_tool_run
+from ._tool_runs import ToolRun as ToolRun
+from ._tool_runs import run_tool_calls as run_tool_calls
 from ._trace import InvariantViolation as InvariantViolation
 from ._trace import Trace as Trace
 from ._trace import TraceEvent as TraceEvent
-from ._trace import check_trace as check_trace
 from ._trace import result_kind as result_kind
 from ._trace import run_scenario as run_scenario
 
 __all__ = [
     "Answer",
+    "CallFacts",
     "CallOutcome",
     "DroppedConnection",
     "Faults",
@@ -55,6 +68,7 @@ __all__ = [
     "LeakCheck",
     "LeakError",
     "Leaks",
+    "RunRecord",
     "ScenarioCall",
     "ScenarioError",
     "Schedule",
@@ -64,9 +78,14 @@ __all__ = [
     "ScriptedResponse",
     "StreamPlan",
     "Timing",
+    "ToolCall",
+    "ToolCallBatch",
+    "ToolRun",
     "ToolScenario",
     "Trace",
     "TraceEvent",
+    "check_record",
+    "check_tool_run",
     "check_trace",
     "encode_event",
     "error_event",
@@ -77,6 +96,8 @@ __all__ = [
     "render_sse",
     "result_kind",
     "run_scenario",
+    "run_tool_calls",
     "scenarios",
     "serve_scripted_model",
+    "tool_calls",
 ]
