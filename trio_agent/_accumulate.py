@@ -106,20 +106,38 @@ class _Block:
     kind: str  # "text", "thinking", "json" (tool input) or "fixed"
     start: Mapping[str, Any]
     parts: list[str] = attrs.field(factory=lambda: list[str]())
+    #: Exact UTF-8 size of the tool input so far; only kept once ``room`` ran out.
     size: int = 0
+    #: Characters of tool input still accepted without counting bytes exactly (a
+    #: character is at most 4 UTF-8 bytes); -1 once exact counting took over.
+    room: int = 0
+    #: The delta type and field the hot path appends (``text_delta`` / ``text``...).
+    hot_type: str = ""
+    hot_field: str = ""
+    #: Whether the hot path must count the input (tool input JSON has a size limit).
+    counted: bool = False
     signature: str = ""
     citations: list[Mapping[str, Any]] | None = None
     stopped: bool = False
     final: ContentBlock | None = None
+
+    def text(self) -> str:
+        """The text so far; the parts are joined into one, so reading again is cheap."""
+        parts = self.parts
+        if len(parts) == 1:
+            return parts[0]
+        text = "".join(parts)
+        self.parts = [text]
+        return text
 
     def snapshot(self) -> ContentBlock:
         if self.final is not None:
             return self.final
         if self.kind == "text":
             citations = None if self.citations is None else tuple(self.citations)
-            return TextBlock("".join(self.parts), citations)
+            return TextBlock(self.text(), citations)
         if self.kind == "thinking":
-            return ThinkingBlock("".join(self.parts), self.signature)
+            return ThinkingBlock(self.text(), self.signature)
         # Tool input is only parsed at the block's stop; until then it is {}.
         start = dict(self.start)
         if "input" in start:
@@ -128,6 +146,18 @@ class _Block:
 
 
 _JSON_BLOCK_TYPES = frozenset({"tool_use", "server_tool_use"})
+_HOT_DELTA = {
+    # block kind -> the delta that only appends, and its field
+    "text": ("text_delta", "text"),
+    "thinking": ("thinking_delta", "thinking"),
+    "json": ("input_json_delta", "partial_json"),
+}
+_DELTA_FIELD = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "signature",
+    "input_json_delta": "partial_json",
+}
 _DELTA_KIND = {
     "text_delta": "text",
     "citations_delta": "text",
@@ -161,6 +191,12 @@ class MessageAccumulator:
         self._events = 0
         self._pings = 0
         self._ignored = 0
+        # The block the newest content_block_start opened, while it is open: deltas
+        # that only append to it take the hot path in feed().
+        self._hot: _Block | None = None
+        # The last .message read, valid while no event was fed since (_events).
+        self._snapshot: AssistantMessage | None = None
+        self._snapshot_at = -1
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else "started" if self._base else "new"
@@ -185,7 +221,10 @@ class MessageAccumulator:
         Raises:
             StreamProtocolError: no ``message_start`` was fed yet.
         """
-        return self.message_for(*(b.snapshot() for b in self._blocks))
+        if self._snapshot is None or self._snapshot_at != self._events:
+            self._snapshot = self.message_for(*(b.snapshot() for b in self._blocks))
+            self._snapshot_at = self._events
+        return self._snapshot
 
     def message_for(self, *blocks: ContentBlock) -> AssistantMessage:
         """The message so far (id, model, usage...) holding just *blocks*.
@@ -233,6 +272,35 @@ class MessageAccumulator:
 
     def feed(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
         """Apply one decoded event; return the block or message it completed, if any."""
+        # Hot path: a text / thinking / tool input delta appended to the newest open
+        # block, with plain dicts and str (every check of the slow path, done cheaply).
+        # Anything else, or anything unusual, takes the general path below.
+        # ``index is block.index``: JSON decoding shares the int objects of small
+        # indexes, so identity is a cheap exact test (and excludes True); a larger
+        # index just takes the general path.
+        block = self._hot
+        if block is not None and type(event) is dict:
+            try:
+                if event["index"] is block.index and event["type"] == "content_block_delta":
+                    delta = event["delta"]  # pyright: ignore[reportUnknownVariableType]
+                    if type(delta) is dict and delta["type"] == block.hot_type:
+                        value = delta[block.hot_field]  # pyright: ignore[reportUnknownVariableType]
+                        if type(value) is str:
+                            if not block.counted:
+                                self._events += 1
+                                block.parts.append(value)
+                                return []
+                            room = block.room - len(value)
+                            if room >= 0:
+                                self._events += 1
+                                block.room = room
+                                block.parts.append(value)
+                                return []
+            except KeyError:
+                pass
+        return self._feed(event)
+
+    def _feed(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
         if not isinstance(event, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise StreamProtocolError(f"an event must be a mapping: {excerpt(repr(event))}")
         self._events += 1
@@ -315,12 +383,18 @@ class MessageAccumulator:
             block.signature = signature if isinstance(signature, str) else ""
         elif btype in _JSON_BLOCK_TYPES or ("input" in start_ and btype != "redacted_thinking"):
             block.kind = "json"
+            block.room = self.limits.max_tool_input_bytes // 4
+            block.counted = True
         else:
             block.final = block_from_api(start_)
         # Validate the start now (id, name, ...), not at the stop.
         if block.kind == "json":
             block_from_api({**start_, "input": {}})
         self._blocks.append(block)
+        hot = _HOT_DELTA.get(block.kind)
+        if hot is not None:
+            block.hot_type, block.hot_field = hot
+            self._hot = block
         return []
 
     def _content_block_delta(
@@ -348,12 +422,7 @@ class MessageAccumulator:
                 block.citations = []
             block.citations.append(citation)  # pyright: ignore[reportUnknownArgumentType]
             return []
-        field = {
-            "text_delta": "text",
-            "thinking_delta": "thinking",
-            "signature_delta": "signature",
-            "input_json_delta": "partial_json",
-        }[dtype]
+        field = _DELTA_FIELD[dtype]
         value = delta_.get(field)
         if not isinstance(value, str):
             raise _violation(f"{dtype} without a string {field!r}", event)
@@ -361,6 +430,14 @@ class MessageAccumulator:
             block.signature = value
             return []
         if dtype == "input_json_delta":
+            room = block.room - len(value)
+            if room >= 0:  # certainly within the limit (see _Block.room)
+                block.room = room
+                block.parts.append(value)
+                return []
+            if block.room >= 0:  # from now on, count the UTF-8 bytes exactly
+                block.size = sum(_utf8_len(part) for part in block.parts)
+                block.room = -1
             block.size += _utf8_len(value)
             if block.size > self.limits.max_tool_input_bytes:
                 raise StreamLimitError(
@@ -375,6 +452,8 @@ class MessageAccumulator:
     ) -> list[ContentBlock | AssistantMessage]:
         block = self._open_block(event, "content_block_stop")
         block.stopped = True
+        if self._hot is block:
+            self._hot = None
         if block.kind == "json":
             block.final = self._finish_json(block)
         else:
