@@ -80,6 +80,11 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+#: One decoder for every call: ``json.loads(data, parse_constant=...)`` would build a
+#: new decoder (and scanner) each time, which costs more than decoding a small event.
+_JSON = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _loads(data: str | bytes, what: str) -> Any:
     """Strict JSON: no NaN / Infinity; too deep a nesting is a StreamLimitError.
 
@@ -87,7 +92,9 @@ def _loads(data: str | bytes, what: str) -> Any:
     int-string-conversion limit included).
     """
     try:
-        return json.loads(data, parse_constant=_reject_constant)
+        if not isinstance(data, str):  # as json.loads does with bytes
+            data = data.decode(json.detect_encoding(data), "surrogatepass")
+        return _JSON.decode(data)
     except RecursionError:
         # The C decoder recurses once per nesting level: hostile nesting must not
         # escape as a RecursionError.
