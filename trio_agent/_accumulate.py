@@ -123,6 +123,9 @@ class _Block:
     hot_field: str = ""
     #: Whether the hot path must count the input (tool input JSON has a size limit).
     counted: bool = False
+    #: Parts folded away (joined, or dropped at the stop). Every delta that appended
+    #: is one event: ``folded + len(parts)`` counts them without a counter per delta.
+    folded: int = 0
     signature: str = ""
     citations: list[Mapping[str, Any]] | None = None
     stopped: bool = False
@@ -134,6 +137,7 @@ class _Block:
         if len(parts) == 1:
             return parts[0]
         text = "".join(parts)
+        self.folded += len(parts) - 1
         self.parts = [text]
         return text
 
@@ -195,19 +199,19 @@ class MessageAccumulator:
         self._usage = Usage()
         self._blocks: list[_Block] = []
         self._stopped = False
-        self._events = 0
+        self._events = 0  # events fed, except the deltas counted as _Block parts
         self._pings = 0
         self._ignored = 0
         # The block the newest content_block_start opened, while it is open: deltas
         # that only append to it take the hot path in feed().
         self._hot: _Block | None = None
-        # The last .message read, valid while no event was fed since (_events).
+        # The last .message read, valid while no event was fed since (_count()).
         self._snapshot: AssistantMessage | None = None
         self._snapshot_at = -1
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else "started" if self._base else "new"
-        return f"<MessageAccumulator {state}, {len(self._blocks)} blocks, {self._events} events>"
+        return f"<MessageAccumulator {state}, {len(self._blocks)} blocks, {self._count()} events>"
 
     # -- reading ---------------------------------------------------------------------
 
@@ -228,9 +232,10 @@ class MessageAccumulator:
         Raises:
             StreamProtocolError: no ``message_start`` was fed yet.
         """
-        if self._snapshot is None or self._snapshot_at != self._events:
+        count = self._count()
+        if self._snapshot is None or self._snapshot_at != count:
             self._snapshot = self.message_for(*(b.snapshot() for b in self._blocks))
-            self._snapshot_at = self._events
+            self._snapshot_at = count
         return self._snapshot
 
     def message_for(self, *blocks: ContentBlock) -> AssistantMessage:
@@ -251,7 +256,10 @@ class MessageAccumulator:
 
     def statistics(self) -> AccumulatorStatistics:
         """Counts of events, pings and ignored events so far."""
-        return AccumulatorStatistics(events=self._events, pings=self._pings, ignored=self._ignored)
+        return AccumulatorStatistics(events=self._count(), pings=self._pings, ignored=self._ignored)
+
+    def _count(self) -> int:
+        return self._events + sum(b.folded + len(b.parts) for b in self._blocks)
 
     # -- decoding --------------------------------------------------------------------
 
@@ -294,12 +302,10 @@ class MessageAccumulator:
                         value = delta[block.hot_field]  # pyright: ignore[reportUnknownVariableType]
                         if type(value) is str:
                             if not block.counted:
-                                self._events += 1
-                                block.parts.append(value)
+                                block.parts.append(value)  # counts the event (see _Block)
                                 return []
                             room = block.room - len(value)
                             if room >= 0:
-                                self._events += 1
                                 block.room = room
                                 block.parts.append(value)
                                 return []
@@ -441,6 +447,7 @@ class MessageAccumulator:
             if room >= 0:  # certainly within the limit (see _Block.room)
                 block.room = room
                 block.parts.append(value)
+                self._events -= 1  # counted as a part
                 return []
             if block.room >= 0:  # from now on, count the UTF-8 bytes exactly
                 block.size = sum(_utf8_len(part) for part in block.parts)
@@ -452,6 +459,7 @@ class MessageAccumulator:
                     f"max_tool_input_bytes={self.limits.max_tool_input_bytes}"
                 )
         block.parts.append(value)
+        self._events -= 1  # counted as a part
         return []
 
     def _content_block_stop(
@@ -465,6 +473,7 @@ class MessageAccumulator:
             block.final = self._finish_json(block)
         else:
             block.final = block.snapshot()
+        block.folded += len(block.parts)
         block.parts = []
         return [block.final]
 

@@ -11,8 +11,10 @@ Example::
             elif isinstance(item, trio_agent.StreamResult):
                 print(item.message.stop_reason, item.ttft)
 
-The stream is a ``@trio.as_safe_channel``: the response is read, and always closed,
-inside the task that opened it. Items before the first content event are held back,
+The stream runs in a ``@trio.as_safe_channel``: the response is read, and always
+closed, inside the task that opened it. That task hands over the items of each network
+read as one batch, which the consumer's channel gives out one at a time (one task
+switch per read, not two per event). Items before the first content event are held back,
 so a retry (an HTTP error, an in-stream ``overloaded_error``...) is invisible to the
 consumer; once content was handed out, errors are raised, never retried.
 """
