@@ -46,7 +46,7 @@ from ._exceptions import (
 from ._messages import AssistantMessage, UserMessage
 from ._retry import RetryPolicy
 from ._sse import ResponseReader, SSEParser
-from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics
+from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics, one_by_one
 from ._tools import Tool
 from ._watchdog import StallMeter
 
@@ -209,7 +209,7 @@ class AnthropicClient:
             tools=tools,
             **params,
         )
-        return _one_by_one(self._batches(body))
+        return one_by_one(self._batches(body))
 
     @trio.as_safe_channel
     async def _batches(self, body: dict[str, Any]) -> AsyncGenerator[list[StreamItem], None]:
@@ -262,55 +262,6 @@ class AnthropicClient:
                         exc,
                     )
                     await trio.sleep(delay)
-
-
-@contextlib.asynccontextmanager
-async def _one_by_one(
-    batches: contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[list[StreamItem]]],
-) -> AsyncGenerator[trio.abc.ReceiveChannel[StreamItem], None]:
-    async with batches as channel:
-        yield _Items(channel)
-
-
-@final
-class _Items(trio.abc.ReceiveChannel[StreamItem]):
-    """The stream's items one at a time, taken from the batches the reading task sends.
-
-    An item already received costs no task switch; it is still a cancellation point
-    (``checkpoint_if_cancelled``), so a cancelled consumer stops at once.
-    """
-
-    def __init__(self, batches: trio.abc.ReceiveChannel[list[StreamItem]]) -> None:
-        self._batches = batches
-        self._items: list[StreamItem] = []
-        self._next = 0
-
-    async def receive(self) -> StreamItem:
-        items, index = self._items, self._next
-        if index < len(items):
-            await trio.lowlevel.checkpoint_if_cancelled()
-            self._next = index + 1
-            return items[index]
-        while True:
-            items = await self._batches.receive()
-            if items:
-                self._items, self._next = items, 1
-                return items[0]
-
-    async def __anext__(self) -> StreamItem:
-        items, index = self._items, self._next
-        if index < len(items):
-            await trio.lowlevel.checkpoint_if_cancelled()
-            self._next = index + 1
-            return items[index]
-        try:
-            return await self.receive()
-        except trio.EndOfChannel:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        self._items, self._next = [], 0
-        await self._batches.aclose()
 
 
 class _Attempt:
