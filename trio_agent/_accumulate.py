@@ -19,12 +19,20 @@ input size (the official SDK re-parses the partial JSON at every delta).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
 
+from ._accumulate_block import (
+    DELTA_FIELD,
+    DELTA_KIND,
+    HOT_DELTA,
+    JSON_BLOCK_TYPES,
+    Block,
+    strict_loads,
+    utf8_len,
+)
 from ._errors_http import error_from_event
 from ._exceptions import StreamLimitError, StreamProtocolError, excerpt
 from ._messages import (
@@ -32,8 +40,6 @@ from ._messages import (
     ContentBlock,
     OpaqueBlock,
     ServerToolUseBlock,
-    TextBlock,
-    ThinkingBlock,
     ToolUseBlock,
     Usage,
     block_from_api,
@@ -72,110 +78,8 @@ class AccumulatorStatistics:
     ignored: int = 0
 
 
-def _utf8_len(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-#: One decoder for every call: ``json.loads(data, parse_constant=...)`` would build a
-#: new decoder (and scanner) each time, which costs more than decoding a small event.
-_JSON = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def _loads(data: str | bytes, what: str) -> Any:
-    """Strict JSON: no NaN / Infinity; too deep a nesting is a StreamLimitError.
-
-    Raises ValueError for anything that is not JSON (numbers past Python's
-    int-string-conversion limit included).
-    """
-    try:
-        if not isinstance(data, str):  # as json.loads does with bytes
-            data = data.decode(json.detect_encoding(data), "surrogatepass")
-        return _JSON.decode(data)
-    except RecursionError:
-        # The C decoder recurses once per nesting level: hostile nesting must not
-        # escape as a RecursionError.
-        raise StreamLimitError(f"{what} is nested too deeply") from None
-
-
 def _violation(what: str, event: Mapping[str, Any]) -> StreamProtocolError:
     return StreamProtocolError(f"{what}: {excerpt(repr(event))}")
-
-
-@attrs.define(eq=False)
-class _Block:
-    """One content block being streamed (mutable, private)."""
-
-    index: int
-    kind: str  # "text", "thinking", "json" (tool input) or "fixed"
-    start: Mapping[str, Any]
-    parts: list[str] = attrs.field(factory=lambda: list[str]())
-    #: Exact UTF-8 size of the tool input so far; only kept once ``room`` ran out.
-    size: int = 0
-    #: Characters of tool input still accepted without counting bytes exactly (a
-    #: character is at most 4 UTF-8 bytes); -1 once exact counting took over.
-    room: int = 0
-    #: The delta type and field the hot path appends (``text_delta`` / ``text``...).
-    hot_type: str = ""
-    hot_field: str = ""
-    #: Whether the hot path must count the input (tool input JSON has a size limit).
-    counted: bool = False
-    #: Parts folded away (joined, or dropped at the stop). Every delta that appended
-    #: is one event: ``folded + len(parts)`` counts them without a counter per delta.
-    folded: int = 0
-    signature: str = ""
-    citations: list[Mapping[str, Any]] | None = None
-    stopped: bool = False
-    final: ContentBlock | None = None
-
-    def text(self) -> str:
-        """The text so far; the parts are joined into one, so reading again is cheap."""
-        parts = self.parts
-        if len(parts) == 1:
-            return parts[0]
-        text = "".join(parts)
-        self.folded += len(parts) - 1
-        self.parts = [text]
-        return text
-
-    def snapshot(self) -> ContentBlock:
-        if self.final is not None:
-            return self.final
-        if self.kind == "text":
-            citations = None if self.citations is None else tuple(self.citations)
-            return TextBlock(self.text(), citations)
-        if self.kind == "thinking":
-            return ThinkingBlock(self.text(), self.signature)
-        # Tool input is only parsed at the block's stop; until then it is {}.
-        start = dict(self.start)
-        if "input" in start:
-            start["input"] = {}
-        return block_from_api(start)
-
-
-_JSON_BLOCK_TYPES = frozenset({"tool_use", "server_tool_use"})
-_HOT_DELTA = {
-    # block kind -> the delta that only appends, and its field
-    "text": ("text_delta", "text"),
-    "thinking": ("thinking_delta", "thinking"),
-    "json": ("input_json_delta", "partial_json"),
-}
-_DELTA_FIELD = {
-    "text_delta": "text",
-    "thinking_delta": "thinking",
-    "signature_delta": "signature",
-    "input_json_delta": "partial_json",
-}
-_DELTA_KIND = {
-    "text_delta": "text",
-    "citations_delta": "text",
-    "thinking_delta": "thinking",
-    "signature_delta": "thinking",
-    "input_json_delta": "json",
-}
 
 
 class MessageAccumulator:
@@ -197,14 +101,14 @@ class MessageAccumulator:
         self._stop_reason: str | None = None
         self._stop_sequence: str | None = None
         self._usage = Usage()
-        self._blocks: list[_Block] = []
+        self._blocks: list[Block] = []
         self._stopped = False
-        self._events = 0  # events fed, except the deltas counted as _Block parts
+        self._events = 0  # events fed, except the deltas counted as Block parts
         self._pings = 0
         self._ignored = 0
         # The block the newest content_block_start opened, while it is open: deltas
         # that only append to it take the hot path in feed().
-        self._hot: _Block | None = None
+        self._hot: Block | None = None
         # The last .message read, valid while no event was fed since (_count()).
         self._snapshot: AssistantMessage | None = None
         self._snapshot_at = -1
@@ -270,13 +174,13 @@ class MessageAccumulator:
             StreamLimitError: the data is larger than ``limits.max_event_bytes``.
             StreamProtocolError: the data is not a JSON object with a string ``type``.
         """
-        size = len(data) if isinstance(data, bytes) else _utf8_len(data)
+        size = len(data) if isinstance(data, bytes) else utf8_len(data)
         if size > self.limits.max_event_bytes:
             raise StreamLimitError(
                 f"an event of {size} bytes exceeds max_event_bytes={self.limits.max_event_bytes}"
             )
         try:
-            event: Any = _loads(data, "event data")
+            event: Any = strict_loads(data, "event data")
         except ValueError:
             raise StreamProtocolError(f"event data is not JSON: {excerpt(data)}") from None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):  # pyright: ignore[reportUnknownMemberType]
@@ -302,7 +206,7 @@ class MessageAccumulator:
                         value = delta[block.hot_field]  # pyright: ignore[reportUnknownVariableType]
                         if type(value) is str:
                             if not block.counted:
-                                block.parts.append(value)  # counts the event (see _Block)
+                                block.parts.append(value)  # counts the event (see Block)
                                 return []
                             room = block.room - len(value)
                             if room >= 0:
@@ -342,7 +246,7 @@ class MessageAccumulator:
         base = AssistantMessage.from_api(data)  # pyright: ignore[reportUnknownArgumentType]
         for block in base.content:  # blocks already complete at the start (unusual)
             self._blocks.append(
-                _Block(index=len(self._blocks), kind="fixed", start={}, stopped=True, final=block)
+                Block(index=len(self._blocks), kind="fixed", start={}, stopped=True, final=block)
             )
         self._stop_reason, self._stop_sequence, self._usage = (
             base.stop_reason,
@@ -358,7 +262,7 @@ class MessageAccumulator:
             raise _violation("an event without an integer index", event)
         return index
 
-    def _open_block(self, event: Mapping[str, Any], what: str) -> _Block:
+    def _open_block(self, event: Mapping[str, Any], what: str) -> Block:
         index = self._index(event)
         if not 0 <= index < len(self._blocks):
             raise _violation(f"{what} for unknown block index {index}", event)
@@ -382,7 +286,7 @@ class MessageAccumulator:
             raise _violation("content_block_start without a typed content_block", event)
         start_: Mapping[str, Any] = start  # pyright: ignore[reportUnknownVariableType]
         btype = start_["type"]
-        block = _Block(index=index, kind="fixed", start=start_)
+        block = Block(index=index, kind="fixed", start=start_)
         if btype == "text":
             block.kind = "text"
             citations = start_.get("citations")
@@ -394,7 +298,7 @@ class MessageAccumulator:
             block.kind = "thinking"
             signature = start_.get("signature")
             block.signature = signature if isinstance(signature, str) else ""
-        elif btype in _JSON_BLOCK_TYPES or ("input" in start_ and btype != "redacted_thinking"):
+        elif btype in JSON_BLOCK_TYPES or ("input" in start_ and btype != "redacted_thinking"):
             block.kind = "json"
             block.room = self.limits.max_tool_input_bytes // 4
             block.counted = True
@@ -404,7 +308,7 @@ class MessageAccumulator:
         if block.kind == "json":
             block_from_api({**start_, "input": {}})
         self._blocks.append(block)
-        hot = _HOT_DELTA.get(block.kind)
+        hot = HOT_DELTA.get(block.kind)
         if hot is not None:
             block.hot_type, block.hot_field = hot
             self._hot = block
@@ -419,7 +323,7 @@ class MessageAccumulator:
             raise _violation("content_block_delta without a typed delta", event)
         delta_: Mapping[str, Any] = delta  # pyright: ignore[reportUnknownVariableType]
         dtype = delta_["type"]
-        kind = _DELTA_KIND.get(dtype)
+        kind = DELTA_KIND.get(dtype)
         if kind is None:
             self._ignored += 1
             return []
@@ -435,7 +339,7 @@ class MessageAccumulator:
                 block.citations = []
             block.citations.append(citation)  # pyright: ignore[reportUnknownArgumentType]
             return []
-        field = _DELTA_FIELD[dtype]
+        field = DELTA_FIELD[dtype]
         value = delta_.get(field)
         if not isinstance(value, str):
             raise _violation(f"{dtype} without a string {field!r}", event)
@@ -444,15 +348,15 @@ class MessageAccumulator:
             return []
         if dtype == "input_json_delta":
             room = block.room - len(value)
-            if room >= 0:  # certainly within the limit (see _Block.room)
+            if room >= 0:  # certainly within the limit (see Block.room)
                 block.room = room
                 block.parts.append(value)
                 self._events -= 1  # counted as a part
                 return []
             if block.room >= 0:  # from now on, count the UTF-8 bytes exactly
-                block.size = sum(_utf8_len(part) for part in block.parts)
+                block.size = sum(utf8_len(part) for part in block.parts)
                 block.room = -1
-            block.size += _utf8_len(value)
+            block.size += utf8_len(value)
             if block.size > self.limits.max_tool_input_bytes:
                 raise StreamLimitError(
                     f"tool input of block {block.index} exceeds "
@@ -477,11 +381,11 @@ class MessageAccumulator:
         block.parts = []
         return [block.final]
 
-    def _finish_json(self, block: _Block) -> ContentBlock:
+    def _finish_json(self, block: Block) -> ContentBlock:
         raw = "".join(block.parts)
         parsed: Any
         try:
-            parsed = _loads(raw, f"tool input of block {block.index}") if raw.strip() else {}
+            parsed = strict_loads(raw, f"tool input of block {block.index}") if raw.strip() else {}
         except ValueError:
             parsed = None
         valid = isinstance(parsed, dict)
