@@ -418,13 +418,13 @@ def test_block_limit() -> None:
 def test_tool_input_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Linearity: input JSON is joined and parsed once per block, not per delta."""
     calls: list[int] = []
-    real_loads = json.loads
+    real_loads = _accumulate.strict_loads
 
-    def counting_loads(s: str, *args: Any, **kwargs: Any) -> Any:
-        calls.append(len(s))
-        return real_loads(s, *args, **kwargs)
+    def counting_loads(data: str | bytes, what: str) -> Any:
+        calls.append(len(data))
+        return real_loads(data, what)
 
-    monkeypatch.setattr(_accumulate.json, "loads", counting_loads)
+    monkeypatch.setattr(_accumulate, "strict_loads", counting_loads)
     payload = json.dumps({"items": list(range(2000))})
     acc = MessageAccumulator()
     feed_all(acc, [start(), block_start(0, TOOL)])

@@ -19,12 +19,20 @@ input size (the official SDK re-parses the partial JSON at every delta).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
 
+from ._accumulate_block import (
+    DELTA_FIELD,
+    DELTA_KIND,
+    HOT_DELTA,
+    JSON_BLOCK_TYPES,
+    Block,
+    strict_loads,
+    utf8_len,
+)
 from ._errors_http import error_from_event
 from ._exceptions import StreamLimitError, StreamProtocolError, excerpt
 from ._messages import (
@@ -32,8 +40,6 @@ from ._messages import (
     ContentBlock,
     OpaqueBlock,
     ServerToolUseBlock,
-    TextBlock,
-    ThinkingBlock,
     ToolUseBlock,
     Usage,
     block_from_api,
@@ -72,69 +78,8 @@ class AccumulatorStatistics:
     ignored: int = 0
 
 
-def _utf8_len(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _loads(data: str | bytes, what: str) -> Any:
-    """Strict JSON: no NaN / Infinity; too deep a nesting is a StreamLimitError.
-
-    Raises ValueError for anything that is not JSON (numbers past Python's
-    int-string-conversion limit included).
-    """
-    try:
-        return json.loads(data, parse_constant=_reject_constant)
-    except RecursionError:
-        # The C decoder recurses once per nesting level: hostile nesting must not
-        # escape as a RecursionError.
-        raise StreamLimitError(f"{what} is nested too deeply") from None
-
-
 def _violation(what: str, event: Mapping[str, Any]) -> StreamProtocolError:
     return StreamProtocolError(f"{what}: {excerpt(repr(event))}")
-
-
-@attrs.define(eq=False)
-class _Block:
-    """One content block being streamed (mutable, private)."""
-
-    index: int
-    kind: str  # "text", "thinking", "json" (tool input) or "fixed"
-    start: Mapping[str, Any]
-    parts: list[str] = attrs.field(factory=lambda: list[str]())
-    size: int = 0
-    signature: str = ""
-    citations: list[Mapping[str, Any]] | None = None
-    stopped: bool = False
-    final: ContentBlock | None = None
-
-    def snapshot(self) -> ContentBlock:
-        if self.final is not None:
-            return self.final
-        if self.kind == "text":
-            citations = None if self.citations is None else tuple(self.citations)
-            return TextBlock("".join(self.parts), citations)
-        if self.kind == "thinking":
-            return ThinkingBlock("".join(self.parts), self.signature)
-        # Tool input is only parsed at the block's stop; until then it is {}.
-        start = dict(self.start)
-        if "input" in start:
-            start["input"] = {}
-        return block_from_api(start)
-
-
-_JSON_BLOCK_TYPES = frozenset({"tool_use", "server_tool_use"})
-_DELTA_KIND = {
-    "text_delta": "text",
-    "citations_delta": "text",
-    "thinking_delta": "thinking",
-    "signature_delta": "thinking",
-    "input_json_delta": "json",
-}
 
 
 class MessageAccumulator:
@@ -156,15 +101,21 @@ class MessageAccumulator:
         self._stop_reason: str | None = None
         self._stop_sequence: str | None = None
         self._usage = Usage()
-        self._blocks: list[_Block] = []
+        self._blocks: list[Block] = []
         self._stopped = False
-        self._events = 0
+        self._events = 0  # events fed, except the deltas counted as Block parts
         self._pings = 0
         self._ignored = 0
+        # The block the newest content_block_start opened, while it is open: deltas
+        # that only append to it take the hot path in feed().
+        self._hot: Block | None = None
+        # The last .message read, valid while no event was fed since (_count()).
+        self._snapshot: AssistantMessage | None = None
+        self._snapshot_at = -1
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else "started" if self._base else "new"
-        return f"<MessageAccumulator {state}, {len(self._blocks)} blocks, {self._events} events>"
+        return f"<MessageAccumulator {state}, {len(self._blocks)} blocks, {self._count()} events>"
 
     # -- reading ---------------------------------------------------------------------
 
@@ -185,7 +136,11 @@ class MessageAccumulator:
         Raises:
             StreamProtocolError: no ``message_start`` was fed yet.
         """
-        return self.message_for(*(b.snapshot() for b in self._blocks))
+        count = self._count()
+        if self._snapshot is None or self._snapshot_at != count:
+            self._snapshot = self.message_for(*(b.snapshot() for b in self._blocks))
+            self._snapshot_at = count
+        return self._snapshot
 
     def message_for(self, *blocks: ContentBlock) -> AssistantMessage:
         """The message so far (id, model, usage...) holding just *blocks*.
@@ -205,7 +160,10 @@ class MessageAccumulator:
 
     def statistics(self) -> AccumulatorStatistics:
         """Counts of events, pings and ignored events so far."""
-        return AccumulatorStatistics(events=self._events, pings=self._pings, ignored=self._ignored)
+        return AccumulatorStatistics(events=self._count(), pings=self._pings, ignored=self._ignored)
+
+    def _count(self) -> int:
+        return self._events + sum(b.folded + len(b.parts) for b in self._blocks)
 
     # -- decoding --------------------------------------------------------------------
 
@@ -216,13 +174,13 @@ class MessageAccumulator:
             StreamLimitError: the data is larger than ``limits.max_event_bytes``.
             StreamProtocolError: the data is not a JSON object with a string ``type``.
         """
-        size = len(data) if isinstance(data, bytes) else _utf8_len(data)
+        size = len(data) if isinstance(data, bytes) else utf8_len(data)
         if size > self.limits.max_event_bytes:
             raise StreamLimitError(
                 f"an event of {size} bytes exceeds max_event_bytes={self.limits.max_event_bytes}"
             )
         try:
-            event: Any = _loads(data, "event data")
+            event: Any = strict_loads(data, "event data")
         except ValueError:
             raise StreamProtocolError(f"event data is not JSON: {excerpt(data)}") from None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):  # pyright: ignore[reportUnknownMemberType]
@@ -233,6 +191,33 @@ class MessageAccumulator:
 
     def feed(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
         """Apply one decoded event; return the block or message it completed, if any."""
+        # Hot path: a text / thinking / tool input delta appended to the newest open
+        # block, with plain dicts and str (every check of the slow path, done cheaply).
+        # Anything else, or anything unusual, takes the general path below.
+        # ``index is block.index``: JSON decoding shares the int objects of small
+        # indexes, so identity is a cheap exact test (and excludes True); a larger
+        # index just takes the general path.
+        block = self._hot
+        if block is not None and type(event) is dict:
+            try:
+                if event["index"] is block.index and event["type"] == "content_block_delta":
+                    delta = event["delta"]  # pyright: ignore[reportUnknownVariableType]
+                    if type(delta) is dict and delta["type"] == block.hot_type:
+                        value = delta[block.hot_field]  # pyright: ignore[reportUnknownVariableType]
+                        if type(value) is str:
+                            if not block.counted:
+                                block.parts.append(value)  # counts the event (see Block)
+                                return []
+                            room = block.room - len(value)
+                            if room >= 0:
+                                block.room = room
+                                block.parts.append(value)
+                                return []
+            except KeyError:
+                pass
+        return self._feed(event)
+
+    def _feed(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
         if not isinstance(event, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise StreamProtocolError(f"an event must be a mapping: {excerpt(repr(event))}")
         self._events += 1
@@ -261,7 +246,7 @@ class MessageAccumulator:
         base = AssistantMessage.from_api(data)  # pyright: ignore[reportUnknownArgumentType]
         for block in base.content:  # blocks already complete at the start (unusual)
             self._blocks.append(
-                _Block(index=len(self._blocks), kind="fixed", start={}, stopped=True, final=block)
+                Block(index=len(self._blocks), kind="fixed", start={}, stopped=True, final=block)
             )
         self._stop_reason, self._stop_sequence, self._usage = (
             base.stop_reason,
@@ -277,7 +262,7 @@ class MessageAccumulator:
             raise _violation("an event without an integer index", event)
         return index
 
-    def _open_block(self, event: Mapping[str, Any], what: str) -> _Block:
+    def _open_block(self, event: Mapping[str, Any], what: str) -> Block:
         index = self._index(event)
         if not 0 <= index < len(self._blocks):
             raise _violation(f"{what} for unknown block index {index}", event)
@@ -301,7 +286,7 @@ class MessageAccumulator:
             raise _violation("content_block_start without a typed content_block", event)
         start_: Mapping[str, Any] = start  # pyright: ignore[reportUnknownVariableType]
         btype = start_["type"]
-        block = _Block(index=index, kind="fixed", start=start_)
+        block = Block(index=index, kind="fixed", start=start_)
         if btype == "text":
             block.kind = "text"
             citations = start_.get("citations")
@@ -313,14 +298,20 @@ class MessageAccumulator:
             block.kind = "thinking"
             signature = start_.get("signature")
             block.signature = signature if isinstance(signature, str) else ""
-        elif btype in _JSON_BLOCK_TYPES or ("input" in start_ and btype != "redacted_thinking"):
+        elif btype in JSON_BLOCK_TYPES or ("input" in start_ and btype != "redacted_thinking"):
             block.kind = "json"
+            block.room = self.limits.max_tool_input_bytes // 4
+            block.counted = True
         else:
             block.final = block_from_api(start_)
         # Validate the start now (id, name, ...), not at the stop.
         if block.kind == "json":
             block_from_api({**start_, "input": {}})
         self._blocks.append(block)
+        hot = HOT_DELTA.get(block.kind)
+        if hot is not None:
+            block.hot_type, block.hot_field = hot
+            self._hot = block
         return []
 
     def _content_block_delta(
@@ -332,7 +323,7 @@ class MessageAccumulator:
             raise _violation("content_block_delta without a typed delta", event)
         delta_: Mapping[str, Any] = delta  # pyright: ignore[reportUnknownVariableType]
         dtype = delta_["type"]
-        kind = _DELTA_KIND.get(dtype)
+        kind = DELTA_KIND.get(dtype)
         if kind is None:
             self._ignored += 1
             return []
@@ -348,12 +339,7 @@ class MessageAccumulator:
                 block.citations = []
             block.citations.append(citation)  # pyright: ignore[reportUnknownArgumentType]
             return []
-        field = {
-            "text_delta": "text",
-            "thinking_delta": "thinking",
-            "signature_delta": "signature",
-            "input_json_delta": "partial_json",
-        }[dtype]
+        field = DELTA_FIELD[dtype]
         value = delta_.get(field)
         if not isinstance(value, str):
             raise _violation(f"{dtype} without a string {field!r}", event)
@@ -361,13 +347,23 @@ class MessageAccumulator:
             block.signature = value
             return []
         if dtype == "input_json_delta":
-            block.size += _utf8_len(value)
+            room = block.room - len(value)
+            if room >= 0:  # certainly within the limit (see Block.room)
+                block.room = room
+                block.parts.append(value)
+                self._events -= 1  # counted as a part
+                return []
+            if block.room >= 0:  # from now on, count the UTF-8 bytes exactly
+                block.size = sum(utf8_len(part) for part in block.parts)
+                block.room = -1
+            block.size += utf8_len(value)
             if block.size > self.limits.max_tool_input_bytes:
                 raise StreamLimitError(
                     f"tool input of block {block.index} exceeds "
                     f"max_tool_input_bytes={self.limits.max_tool_input_bytes}"
                 )
         block.parts.append(value)
+        self._events -= 1  # counted as a part
         return []
 
     def _content_block_stop(
@@ -375,18 +371,21 @@ class MessageAccumulator:
     ) -> list[ContentBlock | AssistantMessage]:
         block = self._open_block(event, "content_block_stop")
         block.stopped = True
+        if self._hot is block:
+            self._hot = None
         if block.kind == "json":
             block.final = self._finish_json(block)
         else:
             block.final = block.snapshot()
+        block.folded += len(block.parts)
         block.parts = []
         return [block.final]
 
-    def _finish_json(self, block: _Block) -> ContentBlock:
+    def _finish_json(self, block: Block) -> ContentBlock:
         raw = "".join(block.parts)
         parsed: Any
         try:
-            parsed = _loads(raw, f"tool input of block {block.index}") if raw.strip() else {}
+            parsed = strict_loads(raw, f"tool input of block {block.index}") if raw.strip() else {}
         except ValueError:
             parsed = None
         valid = isinstance(parsed, dict)

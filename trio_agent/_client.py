@@ -11,24 +11,26 @@ Example::
             elif isinstance(item, trio_agent.StreamResult):
                 print(item.message.stop_reason, item.ttft)
 
-The stream is a ``@trio.as_safe_channel``: the response is read, and always closed,
-inside the task that opened it. Items before the first content event are held back,
+The stream runs in a ``@trio.as_safe_channel``: the response is read, and always
+closed, inside the task that opened it. That task hands over the items of each network
+read as one batch, which the consumer's channel gives out one at a time (one task
+switch per read, not two per event). Items before the first content event are held back,
 so a retry (an HTTP error, an in-stream ``overloaded_error``...) is invisible to the
 consumer; once content was handed out, errors are raised, never retried.
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import logging
+import math
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, final
 
 import httpx
 import trio
-from httpx_sse import EventSource, ServerSentEvent, aconnect_sse
+from httpx_sse import EventSource, aconnect_sse
 
 from ._accumulate import MessageAccumulator, StreamLimits
 from ._errors_http import RETRYABLE_ERROR_TYPES, error_from_response
@@ -44,7 +46,7 @@ from ._exceptions import (
 from ._messages import AssistantMessage, UserMessage
 from ._retry import RetryPolicy
 from ._sse import ResponseReader, SSEParser
-from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics
+from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics, one_by_one
 from ._tools import Tool
 from ._watchdog import StallMeter
 
@@ -174,8 +176,7 @@ class AnthropicClient:
         body["stream"] = True
         return body
 
-    @trio.as_safe_channel
-    async def stream(
+    def stream(
         self,
         *,
         model: str,
@@ -184,7 +185,7 @@ class AnthropicClient:
         system: str | Sequence[Mapping[str, Any]] | None = None,
         tools: Sequence[Tool | Mapping[str, Any]] | None = None,
         **params: Any,
-    ) -> AsyncGenerator[StreamItem, None]:
+    ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]:
         """Stream one answer: ``async with client.stream(...) as items:``.
 
         Yields every :class:`StreamEvent` as it arrives; at each ``content_block_stop``
@@ -208,6 +209,12 @@ class AnthropicClient:
             tools=tools,
             **params,
         )
+        return one_by_one(self._batches(body))
+
+    @trio.as_safe_channel
+    async def _batches(self, body: dict[str, Any]) -> AsyncGenerator[list[StreamItem], None]:
+        """The items of a stream, a list per network read (the reading task hands them
+        over in one go, instead of switching tasks for every event)."""
         async with contextlib.AsyncExitStack() as stack:
             http = self._http_client
             if http is None:
@@ -223,13 +230,18 @@ class AnthropicClient:
                 try:
                     async with contextlib.AsyncExitStack() as attempt_stack:
                         await attempt.open(attempt_stack)
-                        while True:
-                            items = await attempt.next_items()
-                            for item in items:
-                                yield item
-                            if attempt.accumulator.stopped:
-                                break
-                    yield attempt.result(retries)
+                        # One idle deadline for all reads, pushed forward at each read
+                        # and lifted while the items are handed over (see _read).
+                        with attempt.idle:
+                            while True:
+                                yield await attempt.next_items()
+                                if attempt.accumulator.stopped:
+                                    break
+                        if attempt.idle.cancelled_caught:
+                            raise StreamIdleTimeoutError(
+                                f"no data for {self.idle_timeout}s (idle_timeout)"
+                            )
+                    yield [attempt.result(retries)]
                     return
                 except Exception as exc:
                     if (
@@ -270,8 +282,11 @@ class _Attempt:
         self.stall = StallMeter(client.stall_timeout, trio.current_time())
         self.reader: ResponseReader | None = None
         self.parser = SSEParser(client.limits.max_event_bytes)
-        self.pending: collections.deque[ServerSentEvent] = collections.deque()
         self.eof = False
+        #: The idle watchdog of the body's reads (see :meth:`_read`).
+        self.idle = trio.CancelScope()
+        #: An error met after some items of the same read, raised at the next call.
+        self.failure: Exception | None = None
 
     async def open(self, stack: contextlib.AsyncExitStack) -> None:
         """Send the request; check the answer; leave its body ready to read."""
@@ -329,59 +344,88 @@ class _Attempt:
                 pass  # an error body cut short is still worth reporting
         return b"".join(parts)[:limit]
 
-    async def _next_sse(self) -> ServerSentEvent | None:
+    async def _read(self) -> list[str]:
+        """The data of the events completed by the next chunk of the body (maybe none).
+
+        Runs inside ``self.idle``: its deadline is ``idle_timeout`` ahead during the
+        read, and lifted after it, so time spent by the consumer never counts.
+        """
         assert self.reader is not None
-        idle = self.client.idle_timeout
-        while not self.pending:
-            if self.eof:
-                return None
-            chunk: bytes | None = None
-            with trio.move_on_after(idle) as scope:
-                try:
-                    chunk = await self.reader.read()
-                except httpx.TransportError as exc:
-                    raise StreamTruncatedError(
-                        f"the connection broke mid-stream ({type(exc).__name__})"
-                    ) from exc
-            if scope.cancelled_caught:
-                raise StreamIdleTimeoutError(f"no data for {idle}s (idle_timeout)")
-            if chunk is None:
-                self.eof = True
-                self.pending.extend(self.parser.flush())
-            else:
-                self.pending.extend(self.parser.feed(chunk))
-        return self.pending.popleft()
+        idle = self.idle
+        idle.deadline = trio.current_time() + self.client.idle_timeout
+        try:
+            chunk = await self.reader.read()
+        except httpx.TransportError as exc:
+            raise StreamTruncatedError(
+                f"the connection broke mid-stream ({type(exc).__name__})"
+            ) from exc
+        finally:
+            idle.deadline = math.inf
+        if chunk is None:
+            self.eof = True
+            return self.parser.flush()
+        return self.parser.feed(chunk)
 
     async def next_items(self) -> list[StreamItem]:
-        """Read events until some items may be handed out; [] never returned."""
+        """Read until some items may be handed out: those of one chunk; never []."""
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise failure
+        acc = self.accumulator
         while True:
-            sse = await self._next_sse()
-            acc = self.accumulator
-            if sse is None:
+            if self.eof:
                 if acc.statistics().events == 0:
                     raise StreamTruncatedError("the stream ended without any event")
                 raise StreamTruncatedError("the stream ended before message_stop")
-            event = acc.decode(sse.data)
-            etype: str = event["type"]
-            now = trio.current_time()
-            if etype != "ping":
-                self.stall.activity(now)
+            events = await self._read()
+            if not events:
+                continue
+            items: list[StreamItem] = []
             try:
-                done = acc.feed(event)
-            except APIStatusError as exc:
-                exc.request_id = exc.request_id or self.request_id
-                raise
-            items: list[StreamItem] = [StreamEvent(etype, event)]
-            items.extend(acc.message_for(b) for b in done if not isinstance(b, AssistantMessage))
-            if etype in _CONTENT_EVENTS and self.ttft is None:
-                self.ttft = now - self.started
-            if not self.handed_out:
-                self.buffer.extend(items)
-                if etype not in _CONTENT_EVENTS and etype != "message_stop":
-                    continue
-                self.handed_out = True
-                items, self.buffer = self.buffer, []
-            return items
+                self._decode(events, items)
+            except Exception as exc:
+                if not items:
+                    raise
+                # Hand out what came before the error first, as if read separately.
+                self.failure = exc
+            if items:
+                return items
+
+    def _decode(self, events: list[str], items: list[StreamItem]) -> None:
+        """Decode and accumulate *events* (one chunk's) into *items*, or hold them back
+        until the first content event (so that a retry stays invisible)."""
+        acc = self.accumulator
+        decode, feed, message_for = acc.decode, acc.feed, acc.message_for
+        now = trio.current_time()
+        active = False
+        try:
+            for data in events:
+                event = decode(data)
+                etype: str = event["type"]
+                if etype != "ping":
+                    active = True
+                try:
+                    done = feed(event)
+                except APIStatusError as exc:
+                    exc.request_id = exc.request_id or self.request_id
+                    raise
+                out = items if self.handed_out else self.buffer
+                out.append(StreamEvent(etype, event))
+                for block in done:
+                    if not isinstance(block, AssistantMessage):
+                        out.append(message_for(block))
+                if etype in _CONTENT_EVENTS or etype == "message_stop":
+                    if self.ttft is None and etype != "message_stop":
+                        self.ttft = now - self.started
+                    if not self.handed_out:
+                        self.handed_out = True
+                        items.extend(self.buffer)
+                        self.buffer = []
+                    if etype == "message_stop":
+                        break  # anything after it is not read
+        finally:
+            if active:
+                self.stall.activity(now)
 
     def result(self, retries: int) -> StreamResult:
         stats = self.accumulator.statistics()

@@ -1,7 +1,9 @@
 """The stall detector: gaps without content events, counted and timed.
 
-The idle watchdog is simpler: every read of the response runs under
-``trio.move_on_after(idle_timeout)`` (see ``_client.py``).
+The idle watchdog is simpler: the reads of one attempt run inside one cancel scope
+whose deadline is pushed to ``now + idle_timeout`` before each read and lifted after
+it (see ``_Attempt._read`` in ``_client.py``), so no scope is created per read and
+time spent by the consumer never counts.
 """
 
 from __future__ import annotations

@@ -1,0 +1,169 @@
+"""The accumulator's hot path (plain-dict deltas appended to the newest open block)
+must behave exactly like the general path: checked differentially and on its edges."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trio_agent import (
+    MessageAccumulator,
+    StreamLimitError,
+    StreamLimits,
+    StreamProtocolError,
+    TextBlock,
+    ToolUseBlock,
+)
+
+START: dict[str, Any] = {
+    "type": "message_start",
+    "message": {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    },
+}
+BLOCKS: dict[str, dict[str, Any]] = {
+    "text": {"type": "text", "text": ""},
+    "thinking": {"type": "thinking", "thinking": "", "signature": ""},
+    "tool_use": {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}},
+}
+
+
+def block_start(index: Any, kind: str) -> dict[str, Any]:
+    return {"type": "content_block_start", "index": index, "content_block": BLOCKS[kind]}
+
+
+def delta(index: Any, **d: Any) -> dict[str, Any]:
+    return {"type": "content_block_delta", "index": index, "delta": d}
+
+
+def outcome(acc: MessageAccumulator, event: Mapping[str, Any]) -> Any:
+    try:
+        return ("ok", acc.feed(event))
+    except (StreamProtocolError, StreamLimitError) as exc:
+        # The general path's message quotes repr(event), which differs by type.
+        return (type(exc).__name__, str(exc).partition(":")[0])
+
+
+def state(acc: MessageAccumulator) -> Any:
+    return (acc.message if acc.started else None, acc.statistics())
+
+
+FIELD = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "input_json_delta": "partial_json",
+    "signature_delta": "signature",
+    "future_delta": "text",
+}
+ODD_INDEXES = [True, False, 300, "0", None, 1.0, -1]
+values = st.one_of(st.text(max_size=6), st.text(max_size=6), st.integers(0, 3), st.none())
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Mostly well-formed block sequences (so the hot path is reached), with every
+    kind of mistake mixed in."""
+    events: list[dict[str, Any]] = []
+    opened = 0
+    for _ in range(draw(st.integers(0, 30))):
+        recent = [max(opened - 1, 0)] * 4 + list(range(opened + 1))
+        index = draw(st.sampled_from(recent + ODD_INDEXES))
+        choice = draw(st.integers(0, 9))
+        if choice < 6:
+            dtype = draw(st.sampled_from(list(FIELD)))
+            field = draw(st.sampled_from([FIELD[dtype]] * 3 + [*FIELD.values(), "other"]))
+            events.append(delta(index, **{"type": dtype, field: draw(values)}))
+        elif choice == 6:
+            kind = draw(st.sampled_from(list(BLOCKS)))
+            events.append(block_start(opened if draw(st.booleans()) else index, kind))
+            opened += 1
+        elif choice == 7:
+            events.append({"type": "content_block_stop", "index": index})
+        elif choice == 8:
+            events.append({"type": "content_block_delta", "index": index, "delta": draw(values)})
+        else:
+            events.append({"type": "ping"})
+    return events
+
+
+@settings(max_examples=300, deadline=None)
+@given(streams(), st.integers(4, 40))
+def test_hot_path_matches_general_path(events: list[dict[str, Any]], limit: int) -> None:
+    """Every event fed as a dict (hot path eligible) and as a read-only mapping (never
+    eligible) gives the same result or error, the same message and statistics."""
+    limits = StreamLimits(max_tool_input_bytes=limit)
+    fast, slow = MessageAccumulator(limits), MessageAccumulator(limits)
+    for event in [START, *events]:
+        got = outcome(fast, event)
+        want = outcome(slow, types.MappingProxyType(event))
+        assert got == want, event
+        # Errors leave both in the same state too: carry on, to reach deeper states.
+        assert state(fast) == state(slow)
+
+
+def test_boolean_index_is_not_block_one() -> None:
+    acc = MessageAccumulator()
+    for event in [START, block_start(0, "text"), block_start(1, "text")]:
+        acc.feed(event)
+    with pytest.raises(StreamProtocolError, match="integer index"):
+        acc.feed(delta(True, type="text_delta", text="x"))
+
+
+def test_large_indexes_and_older_open_blocks() -> None:
+    acc = MessageAccumulator(StreamLimits(max_blocks=400))
+    acc.feed(START)
+    for i in range(300):
+        acc.feed(block_start(i, "text"))
+    for i in (299, 0, 299, 150):  # large (not shared) ints, and blocks left open earlier
+        acc.feed(delta(int(str(i)), type="text_delta", text=f"<{i}>"))
+    content = acc.message.content
+    assert content[299] == TextBlock("<299><299>")
+    assert content[0] == TextBlock("<0>")
+    assert content[150] == TextBlock("<150>")
+    assert acc.statistics().events == 305
+
+
+def test_message_snapshot_follows_every_delta() -> None:
+    acc = MessageAccumulator()
+    acc.feed(START)
+    acc.feed(block_start(0, "text"))
+    seen = []
+    for part in ["a", "b", "c"]:
+        acc.feed(delta(0, type="text_delta", text=part))
+        seen.append(acc.message.text)
+        assert acc.message is acc.message  # cached until the next event
+    assert seen == ["a", "ab", "abc"]
+    (block,) = acc.feed({"type": "content_block_stop", "index": 0})
+    assert block == TextBlock("abc")
+
+
+def test_tool_input_limit_counts_utf8_bytes_on_the_hot_path() -> None:
+    acc = MessageAccumulator(StreamLimits(max_tool_input_bytes=12))
+    acc.feed(START)
+    acc.feed(block_start(0, "tool_use"))
+    for part in ['{"a"', ':"', "éé"]:  # 4 + 2 + 4 = 10 bytes, 8 characters
+        acc.feed(delta(0, type="input_json_delta", partial_json=part))
+    with pytest.raises(StreamLimitError, match="max_tool_input_bytes=12"):
+        acc.feed(delta(0, type="input_json_delta", partial_json='é"'))  # 13 bytes
+
+
+def test_tool_input_at_the_limit_is_accepted() -> None:
+    acc = MessageAccumulator(StreamLimits(max_tool_input_bytes=12))
+    acc.feed(START)
+    acc.feed(block_start(0, "tool_use"))
+    for part in ['{"a"', ':"', "é", 'é"', "}"]:  # 4 + 2 + 2 + 3 + 1 = 12 bytes
+        acc.feed(delta(0, type="input_json_delta", partial_json=part))
+    (block,) = acc.feed({"type": "content_block_stop", "index": 0})
+    assert block == ToolUseBlock("toolu_1", "Read", {"a": "éé"})

@@ -1,0 +1,125 @@
+"""The pieces of MessageAccumulator's state: strict JSON decoding, and one content
+block being streamed (its parts, and what the hot path of ``feed`` needs to know)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ._exceptions import StreamLimitError
+from ._messages import ContentBlock, TextBlock, ThinkingBlock, block_from_api
+
+__all__ = [
+    "DELTA_FIELD",
+    "DELTA_KIND",
+    "HOT_DELTA",
+    "JSON_BLOCK_TYPES",
+    "Block",
+    "strict_loads",
+    "utf8_len",
+]
+
+
+def utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+#: One decoder for every call: ``json.loads(data, parse_constant=...)`` would build a
+#: new decoder (and scanner) each time, which costs more than decoding a small event.
+_JSON = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def strict_loads(data: str | bytes, what: str) -> Any:
+    """Strict JSON: no NaN / Infinity; too deep a nesting is a StreamLimitError.
+
+    Raises ValueError for anything that is not JSON (numbers past Python's
+    int-string-conversion limit included).
+    """
+    try:
+        if not isinstance(data, str):  # as json.loads does with bytes
+            data = data.decode(json.detect_encoding(data), "surrogatepass")
+        return _JSON.decode(data)
+    except RecursionError:
+        # The C decoder recurses once per nesting level: hostile nesting must not
+        # escape as a RecursionError.
+        raise StreamLimitError(f"{what} is nested too deeply") from None
+
+
+@attrs.define(eq=False)
+class Block:
+    """One content block being streamed (mutable, private)."""
+
+    index: int
+    kind: str  # "text", "thinking", "json" (tool input) or "fixed"
+    start: Mapping[str, Any]
+    parts: list[str] = attrs.field(factory=lambda: list[str]())
+    #: Exact UTF-8 size of the tool input so far; only kept once ``room`` ran out.
+    size: int = 0
+    #: Characters of tool input still accepted without counting bytes exactly (a
+    #: character is at most 4 UTF-8 bytes); -1 once exact counting took over.
+    room: int = 0
+    #: The delta type and field the hot path appends (``text_delta`` / ``text``...).
+    hot_type: str = ""
+    hot_field: str = ""
+    #: Whether the hot path must count the input (tool input JSON has a size limit).
+    counted: bool = False
+    #: Parts folded away (joined, or dropped at the stop). Every delta that appended
+    #: is one event: ``folded + len(parts)`` counts them without a counter per delta.
+    folded: int = 0
+    signature: str = ""
+    citations: list[Mapping[str, Any]] | None = None
+    stopped: bool = False
+    final: ContentBlock | None = None
+
+    def text(self) -> str:
+        """The text so far; the parts are joined into one, so reading again is cheap."""
+        parts = self.parts
+        if len(parts) == 1:
+            return parts[0]
+        text = "".join(parts)
+        self.folded += len(parts) - 1
+        self.parts = [text]
+        return text
+
+    def snapshot(self) -> ContentBlock:
+        if self.final is not None:
+            return self.final
+        if self.kind == "text":
+            citations = None if self.citations is None else tuple(self.citations)
+            return TextBlock(self.text(), citations)
+        if self.kind == "thinking":
+            return ThinkingBlock(self.text(), self.signature)
+        # Tool input is only parsed at the block's stop; until then it is {}.
+        start = dict(self.start)
+        if "input" in start:
+            start["input"] = {}
+        return block_from_api(start)
+
+
+JSON_BLOCK_TYPES = frozenset({"tool_use", "server_tool_use"})
+HOT_DELTA = {
+    # block kind -> the delta that only appends, and its field
+    "text": ("text_delta", "text"),
+    "thinking": ("thinking_delta", "thinking"),
+    "json": ("input_json_delta", "partial_json"),
+}
+DELTA_FIELD = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "signature",
+    "input_json_delta": "partial_json",
+}
+DELTA_KIND = {
+    "text_delta": "text",
+    "citations_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "thinking",
+    "input_json_delta": "json",
+}
