@@ -237,10 +237,12 @@ def test_a_scheduler_that_lets_calls_pass_a_non_safe_one_is_caught(
 ) -> None:
     def greedy_pump(self: Any) -> None:
         for call in list(self._queue):
-            if self._slots < self._max_concurrency and (
-                self._slots == 0 or (call.safe and self._unsafe_slots == 0)
+            if call.result is None and (
+                self._slots < self._max_concurrency
+                and (self._slots == 0 or (call.safe and self._unsafe_slots == 0))
             ):
-                self._start(call)  # no `break` on a blocked non-safe call
+                self._queue.remove(call)
+                self._start(call)  # skips over a blocked non-safe call
 
     scenario = ToolScenario(
         [

@@ -39,6 +39,11 @@ class ResultChannel(trio.abc.ReceiveChannel[ToolResult]):
         self._buffer.append(result)
         self._lot.unpark()
 
+    def push_many(self, results: list[ToolResult]) -> None:
+        """Push several results, waking the receiver once."""
+        self._buffer.extend(results)
+        self._lot.unpark()
+
     def end(self, *, cut: bool = False) -> None:
         self._ended = True
         self._cut = self._cut or cut

@@ -10,6 +10,7 @@ Everything here is pure and synchronous: a synthetic result never needs an
 from __future__ import annotations
 
 import enum
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -164,6 +165,7 @@ def permission_error_message(name: str, exc: BaseException) -> str:
     return f"Error: the permission check for {name} failed: {type(exc).__name__}: {exc}"
 
 
+@functools.lru_cache(maxsize=64)  # a cascade words the same message for every sibling
 def aborted_message(reason: AbortReason, *, started: bool, culprit: str | None) -> str:
     """What the model reads for a call the executor cancelled or never ran.
 

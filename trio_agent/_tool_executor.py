@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections import deque
 from collections.abc import Iterable
 from functools import partial
 from typing import Any, final
@@ -80,7 +81,11 @@ class ToolExecutor:
 
         self._calls: list[_Call] = []
         self._ids: set[str] = set()
-        self._queue: list[_Call] = []  # queued calls, in add order
+        # Queued calls in add order. Only the head can ever start (a safe call
+        # waits only for the cap, like every call after it; a non-safe one holds
+        # back the rest), so this is a FIFO; a call answered while queued stays
+        # here until it reaches the head (no O(n) removal).
+        self._queue: deque[_Call] = deque()
         self._slots = 0  # tool tasks alive
         self._unsafe_slots = 0
         self._peak = 0
@@ -186,9 +191,12 @@ class ToolExecutor:
         if self._exited:
             return
         self._interrupted = True
-        for call in self._unfinished():
-            if call.tool is not None and call.tool.interrupt_behavior == "cancel":
-                self._abort_call(call, AbortReason.INTERRUPT, None)
+        cancel = [
+            call
+            for call in self._unfinished()
+            if call.tool is not None and call.tool.interrupt_behavior == "cancel"
+        ]
+        self._abort_many(cancel, AbortReason.INTERRUPT, None)
         self._pump()
 
     def skip_unstarted(self, message: str) -> int:
@@ -209,12 +217,10 @@ class ToolExecutor:
             return 0
         skipped = [c for c in self._unfinished() if not c.started]
         for call in skipped:
-            if call.state == "queued":
-                if call in self._queue:
-                    self._queue.remove(call)
-            else:  # waiting for can_use_tool (or its task's first step)
+            if call.state == "executing":  # waiting for can_use_tool (or its first step)
                 call.scope.cancel(reason="skipped")
-            self._finish(call, ToolResult(call.block.id, message, True, None, False))
+            self._finish(call, ToolResult(call.block.id, message, True, None, False), deliver=False)
+        self._deliver()
         self._pump()
         return len(skipped)
 
@@ -231,8 +237,7 @@ class ToolExecutor:
         self._discarded = True
         self._adding_closed = True
         self._results.end(cut=True)
-        for call in self._unfinished():
-            self._abort_call(call, AbortReason.STREAMING_FALLBACK, None)
+        self._abort_many(self._unfinished(), AbortReason.STREAMING_FALLBACK, None)
         self._maybe_end()
 
     def drain(self) -> list[ToolResult]:
@@ -269,17 +274,19 @@ class ToolExecutor:
     def _pump(self) -> None:
         """Start every queued call that may start, in add order."""
         self._notice_turn_cancelled()
-        for call in list(self._queue):
-            if self._slots < self._max_concurrency and (
-                self._slots == 0 or (call.safe and self._unsafe_slots == 0)
-            ):
+        queue = self._queue
+        while queue and self._slots < self._max_concurrency and self._unsafe_slots == 0:
+            call = queue[0]
+            if call.result is not None:  # answered while queued
+                queue.popleft()
+            elif self._slots == 0 or call.safe:
+                queue.popleft()
                 self._start(call)
-            elif not call.safe:
+            else:
                 break  # a non-safe call keeps its place: nothing after it may pass
 
     def _start(self, call: _Call) -> None:
         assert self._nursery is not None
-        self._queue.remove(call)
         self._set_state(call, "executing")
         self._slots += 1
         self._unsafe_slots += not call.safe
@@ -288,35 +295,50 @@ class ToolExecutor:
             self._run_call, call, name=f"{TOOL_TASK_PREFIX} {call.block.name} {call.block.id}"
         )
 
-    def _finish(self, call: _Call, result: ToolResult) -> None:
-        """Make *result* final and deliver what is in order."""
+    def _finish(self, call: _Call, result: ToolResult, *, deliver: bool = True) -> None:
+        """Make *result* final and deliver what is in order (unless the caller
+        finishes many calls at once and delivers once after them)."""
         assert call.result is None, "a call is finished once"
         call.result = result
         self._set_state(call, "finished")
         self._send_progress(ToolFinished(result.tool_use_id, result.is_error, result.abort_reason))
-        while self._delivered < len(self._calls):
-            ready = self._calls[self._delivered].result
-            if ready is None:
+        if deliver:
+            self._deliver()
+
+    def _deliver(self) -> None:
+        """Push the results that are now in order; wake the receiver once."""
+        calls, start = self._calls, self._delivered
+        ready: list[ToolResult] = []
+        while start + len(ready) < len(calls):
+            result = calls[start + len(ready)].result
+            if result is None:
                 break
-            self._results.push(ready)
-            self._delivered += 1
+            ready.append(result)
+        if ready:
+            self._results.push_many(ready)
+            self._delivered = start + len(ready)
         self._maybe_end()
 
-    def _abort_call(self, call: _Call, reason: AbortReason, culprit: str | None) -> None:
+    def _abort_call(
+        self, call: _Call, reason: AbortReason, culprit: str | None, *, deliver: bool = True
+    ) -> None:
         assert call.result is None, "only unfinished calls are aborted"
-        if call.state == "queued" and call in self._queue:
-            self._queue.remove(call)
         if call.state == "executing":
-            call.scope.cancel(reason=str(reason))
+            call.scope.cancel(reason=reason)
         message = aborted_message(reason, started=call.started, culprit=culprit)
-        self._finish(call, ToolResult(call.block.id, message, True, reason, call.started))
+        result = ToolResult(call.block.id, message, True, reason, call.started)
+        self._finish(call, result, deliver=deliver)
+
+    def _abort_many(self, calls: Iterable[_Call], reason: AbortReason, culprit: str | None) -> None:
+        for call in calls:
+            self._abort_call(call, reason, culprit, deliver=False)
+        self._deliver()
 
     def _abort_all(self, reason: AbortReason, culprit: str | None) -> None:
         """A sticky abort: all unfinished calls now, and every call added later."""
         if self._abort is None or self._abort[0] is AbortReason.SIBLING_ERROR:
             self._abort = (reason, culprit)
-        for call in self._unfinished():
-            self._abort_call(call, reason, culprit)
+        self._abort_many(self._unfinished(), reason, culprit)
 
     def _outer_reason(self, exc: BaseException | None) -> AbortReason:
         if self._abort is not None and self._abort[0] is AbortReason.PERMISSION_REJECTED:
@@ -401,9 +423,8 @@ class ToolExecutor:
             return
         culprit = call.summary()
         self._abort = (AbortReason.SIBLING_ERROR, culprit)
-        for other in self._unfinished():
-            if other is not call:
-                self._abort_call(other, AbortReason.SIBLING_ERROR, culprit)
+        others = [other for other in self._unfinished() if other is not call]
+        self._abort_many(others, AbortReason.SIBLING_ERROR, culprit)
 
     def _reject(self, call: _Call, message: str) -> None:
         """The user refused: end the turn (escalation), or the batch without one."""
