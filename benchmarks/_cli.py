@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from ._guard import BENCHMARK_TIMEOUT, QUICK_BENCHMARK_TIMEOUT, watchdog
 from ._markdown import source_state, write_markdown
 from ._report import Series, Timeline, text_table, to_json, to_svg
 
@@ -103,8 +104,10 @@ def _run(args: argparse.Namespace) -> int:
             print(
                 f"[{n}/{len(names)}] {name}: {bench.description} ...", file=sys.stderr, flush=True
             )
+            limit = QUICK_BENCHMARK_TIMEOUT if config.quick else BENCHMARK_TIMEOUT
             try:
-                series = bench.run(config)
+                with watchdog(limit):
+                    series = bench.run(config)
             except Exception as exc:  # one broken benchmark must not hide the others
                 failures += 1
                 traceback.print_exc(file=sys.stderr)
@@ -118,8 +121,13 @@ def _run(args: argparse.Namespace) -> int:
                 flush=True,
             )
     finally:
-        for closer in config.resources.get("closers", []):
-            closer()
+        # Also on KeyboardInterrupt: the server process must not outlive the run.
+        for closer in reversed(config.resources.get("closers", [])):
+            try:
+                closer()
+            except Exception:
+                traceback.print_exc(file=sys.stderr)
+    failures += sum(len(s.errors) for s in results)
     print(text_table(results))
     meta = {
         "command": " ".join(["python -m benchmarks", *sys.argv[1:]]),

@@ -11,26 +11,39 @@ actual block-finish times of the trio_agent run it is paired with; see
 
 from __future__ import annotations
 
+import select
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from . import _peers
 from ._cli import Benchmark, Config
+from ._guard import QUICK_SAMPLE_TIMEOUT, SAMPLE_TIMEOUT, sample
 from ._ideal import ideal_turn, timeline
 from ._report import Series
 from ._scenarios import SCENARIOS, Scenario, make_corpus
 from ._turns import QueryRun, run_after_stream, run_query
 
 QUICK_SCALE = 0.15
+#: Seconds the server process may take to print its URL.
+SERVER_START_TIMEOUT = 60.0
 
 
 # --- shared resources: the server process and the corpus ----------------------------
 
 
 def server_url(config: Config) -> str:
+    """The base URL of the benchmark's server process, started on first use.
+
+    The server stays in this process's process group (so killing the group from
+    outside reaches it too) and exits on its own when its stdin closes, which also
+    happens when this process dies. The closer, which the CLI runs however the run
+    ends (error, KeyboardInterrupt), closes its stdin and kills it if it is still
+    there shortly after.
+    """
     if "server" not in config.resources:
         root = Path(__file__).resolve().parent.parent
         proc = subprocess.Popen(
@@ -40,24 +53,32 @@ def server_url(config: Config) -> str:
             stdout=subprocess.PIPE,
             text=True,
         )
+        config.resources.setdefault("closers", []).append(partial(stop_server, proc))
         assert proc.stdout is not None
-        assert proc.stdin is not None
-        url = proc.stdout.readline().strip()
+        ready, _, _ = select.select([proc.stdout], [], [], SERVER_START_TIMEOUT)
+        url = proc.stdout.readline().strip() if ready else ""
         if not url.startswith("http://"):
-            proc.kill()
-            raise RuntimeError(f"the benchmark server did not start (said {url!r})")
-
-        def close() -> None:
-            assert proc.stdin is not None
-            proc.stdin.close()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
+            stop_server(proc)
+            said = f"said {url!r}" if ready else f"said nothing in {SERVER_START_TIMEOUT:.0f} s"
+            raise RuntimeError(f"the benchmark server did not start ({said})")
         config.resources["server"] = url
-        config.resources.setdefault("closers", []).append(close)
     return config.resources["server"]
+
+
+def stop_server(proc: subprocess.Popen[str]) -> None:
+    """Ask the server to stop (close its stdin), then kill it if it has not."""
+    if proc.poll() is not None:
+        return
+    try:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def corpus(config: Config) -> Path:
@@ -102,26 +123,36 @@ def bench_scenario(scenario: Scenario) -> Callable[[Config], list[Series]]:
         sdk_eager = row("sdk tool_runner eager", sdk_missing)
         pyd = row("pydantic-ai", _peers.pydantic_ai_missing())
         last: QueryRun | None = None
+        timeout = QUICK_SAMPLE_TIMEOUT if config.quick else SAMPLE_TIMEOUT
         if not config.quick:
             # Warm up once (imports, first connections), untimed.
-            run_query(base, root)
+            run_query(base, root, timeout=timeout)
+
+        def ours_sample(wall: Series, best: Series, cap: int) -> QueryRun | None:
+            runs: list[QueryRun] = []
+
+            def one(timeout: float) -> float:
+                runs.append(run_query(base, root, max_tool_concurrency=cap, timeout=timeout))
+                return runs[-1].end
+
+            if sample(wall, one, timeout) is None:
+                return None
+            best.samples.append(ideal_turn(runs[-1]))
+            return runs[-1]
+
         for _ in range(config.repeat):
-            last = run_query(base, root)
-            ours.samples.append(last.end)
-            ideal.samples.append(ideal_turn(last))
-            if ours_wide is not None and ideal_wide is not None:
-                wide_run = run_query(base, root, max_tool_concurrency=wide)
-                ours_wide.samples.append(wide_run.end)
-                ideal_wide.samples.append(ideal_turn(wide_run))
-            seq.samples.append(run_after_stream(base, root, parallel=False))
-            par.samples.append(run_after_stream(base, root, parallel=True))
+            last = ours_sample(ours, ideal, 10) or last
+            if ours_wide is not None and ideal_wide is not None and wide is not None:
+                ours_sample(ours_wide, ideal_wide, wide)
+            sample(seq, lambda t: run_after_stream(base, root, parallel=False, timeout=t), timeout)
+            sample(par, lambda t: run_after_stream(base, root, parallel=True, timeout=t), timeout)
             if sdk_missing is None:
-                sdk.samples.append(_peers.sdk_turn(base, root, eager=False))
-                sdk_eager.samples.append(_peers.sdk_turn(base, root, eager=True))
+                sample(sdk, lambda t: _peers.sdk_turn(base, root, False, t), timeout)
+                sample(sdk_eager, lambda t: _peers.sdk_turn(base, root, True, t), timeout)
             if pyd.skipped is None:
-                pyd.samples.append(_peers.pydantic_ai_turn(base, root))
-        assert last is not None
-        config.timelines.append(timeline(f"{name}: {scenario.description} (trio_agent)", last))
+                sample(pyd, lambda t: _peers.pydantic_ai_turn(base, root, t), timeout)
+        if last is not None:
+            config.timelines.append(timeline(f"{name}: {scenario.description} (trio_agent)", last))
         if scenario.name == "bash_cascade":
             ours.note = (
                 "trio_agent cancels the failing Bash's siblings (by design); the "

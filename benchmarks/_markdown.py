@@ -97,6 +97,7 @@ def render(series: Sequence[Series], meta: dict[str, Any], analysis: str) -> str
     m = meta["machine"]
     versions = ", ".join(f"{k} {v}" for k, v in m["versions"].items())
     notes = [f"- {s.benchmark} / {s.contestant}: {s.note}" for s in series if s.note]
+    notes += [f"- {s.benchmark} / {s.contestant}: FAILED {e}" for s in series for e in s.errors]
     skipped = [f"- {s.benchmark} / {s.contestant}: {s.skipped}" for s in series if s.skipped]
     parts = [
         "# Benchmark results",
@@ -115,7 +116,7 @@ def render(series: Sequence[Series], meta: dict[str, Any], analysis: str) -> str
         f"{versions}. Source: {meta.get('source', 'unknown')}. "
         f"{meta['repeat']} repeat(s) per contestant"
         + (", quick mode (scaled-down scenarios)" if meta["quick"] else "")
-        + (f"; **{meta['failures']} benchmark(s) failed**" if meta["failures"] else "")
+        + (f"; **{meta['failures']} benchmark(s) or sample(s) failed**" if meta["failures"] else "")
         + ".",
         "",
         _METHOD,
@@ -156,5 +157,8 @@ def from_json(json_path: str, path: str) -> None:
     """Rewrite RESULTS.md at *path* from a run's ``--json`` file (no re-run)."""
     data = json.loads(Path(json_path).read_text(encoding="utf-8"))
     fields = ("benchmark", "contestant", "metric", "unit", "samples", "subject", "skipped", "note")
-    series = [Series(**{k: item[k] for k in fields}) for item in data["series"]]
+    series = [
+        Series(**{k: item[k] for k in fields}, errors=item.get("errors", []))
+        for item in data["series"]
+    ]
     write_markdown(path, series, data["meta"])

@@ -6,6 +6,7 @@ same loopback server, with tools that do the same work as trio_agent's.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -104,18 +105,26 @@ async def _pydantic_ai_turn(base_url: str, root: Path) -> float:
         for name, spec in TOOL_SCHEMAS.items()
     ]
     agent = Agent(model, tools=tools)
-    t0 = time.perf_counter()
-    result = await agent.run(PROMPT)
-    elapsed = time.perf_counter() - t0
-    await client.close()
+    try:
+        t0 = time.perf_counter()
+        result = await agent.run(PROMPT)
+        elapsed = time.perf_counter() - t0
+    finally:
+        await client.close()
     if "All done." not in str(result.output):
         raise RuntimeError(f"pydantic-ai ended with {result.output!r}")
     return elapsed
 
 
-def sdk_turn(base_url: str, root: Path, eager: bool) -> float:
-    return asyncio.run(_sdk_turn(base_url, root, eager))
+async def _within(seconds: float, turn: Awaitable[float]) -> float:
+    """*turn*, or ``TimeoutError`` once *seconds* have passed."""
+    async with asyncio.timeout(None if math.isinf(seconds) else seconds):
+        return await turn
 
 
-def pydantic_ai_turn(base_url: str, root: Path) -> float:
-    return asyncio.run(_pydantic_ai_turn(base_url, root))
+def sdk_turn(base_url: str, root: Path, eager: bool, timeout: float = math.inf) -> float:
+    return asyncio.run(_within(timeout, _sdk_turn(base_url, root, eager)))
+
+
+def pydantic_ai_turn(base_url: str, root: Path, timeout: float = math.inf) -> float:
+    return asyncio.run(_within(timeout, _pydantic_ai_turn(base_url, root)))

@@ -25,6 +25,8 @@ class Series:
             as many samples. ``None``: no ratio (the subject's own row, or a fact).
         skipped: why this contestant was not measured, or ``None``.
         note: a short remark shown after the table.
+        errors: why each failed sample failed (a hang past the sample timeout, an
+            exception); a failed sample adds no value to ``samples``.
     """
 
     benchmark: str
@@ -35,6 +37,7 @@ class Series:
     subject: str | None = None
     skipped: str | None = None
     note: str = ""
+    errors: list[str] = attrs.field(factory=list[str])
 
     @property
     def median(self) -> float:
@@ -142,6 +145,7 @@ def text_table(series: Sequence[Series]) -> str:
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     notes = [f"* {s.benchmark} / {s.contestant}: {s.note}" for s in series if s.note]
+    notes += [f"* {s.benchmark} / {s.contestant}: FAILED {e}" for s in series for e in s.errors]
     return "\n".join(lines + (["", *notes] if notes else []))
 
 

@@ -89,16 +89,19 @@ def child_main(argv: list[str]) -> int:
     return 0
 
 
-def _measure(agents: int, base_url: str, mode: str) -> dict[str, Any]:
+def _measure(agents: int, base_url: str, mode: str, timeout: float) -> dict[str, Any]:
     root = Path(__file__).resolve().parent.parent
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "scale-child", str(agents), base_url, mode],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "benchmarks", "scale-child", str(agents), base_url, mode],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:  # run() has killed the child
+        raise RuntimeError(f"scale child ({mode}) still running after {timeout:.0f} s") from exc
     if out.returncode != 0:
         raise RuntimeError(f"scale child failed: {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -126,7 +129,7 @@ def bench_scale(config: Any) -> list[Series]:
         }
     for _ in range(1 if config.quick else min(config.repeat, 3)):
         for mode in contestants:
-            m = _measure(agents, base, mode)
+            m = _measure(agents, base, mode, timeout=120 if config.quick else 600)
             if m["turns"] != agents:
                 raise RuntimeError(f"{m['turns']} of {agents} turns completed")
             r = rows[mode]

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
@@ -159,35 +160,46 @@ async def after_stream_turn(client: Any, tools: list[Any], *, parallel: bool) ->
     return time.perf_counter() - t0
 
 
-async def with_client(base_url: str, body: Callable[[Any], Awaitable[Any]]) -> Any:
-    """Run ``body(client)`` with an ``AnthropicClient`` on *base_url* (no retries)."""
+async def with_client(
+    base_url: str, body: Callable[[Any], Awaitable[Any]], seconds: float = math.inf
+) -> Any:
+    """Run ``body(client)`` with an ``AnthropicClient`` on *base_url* (no retries);
+    ``trio.TooSlowError`` if it takes more than *seconds*."""
     import httpx
 
     from trio_agent import AnthropicClient, RetryPolicy
 
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(120.0), limits=limits) as http:
-        client = AnthropicClient(
-            api_key="bench", base_url=base_url, http_client=http, retry=RetryPolicy(max_retries=0)
-        )
-        return await body(client)
+    with trio.fail_after(seconds):
+        async with httpx.AsyncClient(timeout=httpx.Timeout(120.0), limits=limits) as http:
+            client = AnthropicClient(
+                api_key="bench",
+                base_url=base_url,
+                http_client=http,
+                retry=RetryPolicy(max_retries=0),
+            )
+            return await body(client)
 
 
-def run_query(base_url: str, root: Path, *, max_tool_concurrency: int = 10) -> QueryRun:
-    """One trio_agent turn in a fresh ``trio.run``."""
+def run_query(
+    base_url: str, root: Path, *, max_tool_concurrency: int = 10, timeout: float = math.inf
+) -> QueryRun:
+    """One trio_agent turn in a fresh ``trio.run``, within *timeout* seconds."""
 
     async def body(client: Any) -> QueryRun:
         return await query_turn(
             client, scenario_tools(root), max_tool_concurrency=max_tool_concurrency
         )
 
-    return trio.run(with_client, base_url, body)
+    return trio.run(with_client, base_url, body, timeout)
 
 
-def run_after_stream(base_url: str, root: Path, *, parallel: bool) -> float:
-    """One after-stream turn in a fresh ``trio.run``; its wall time."""
+def run_after_stream(
+    base_url: str, root: Path, *, parallel: bool, timeout: float = math.inf
+) -> float:
+    """One after-stream turn in a fresh ``trio.run``; its wall time (within *timeout* s)."""
 
     async def body(client: Any) -> float:
         return await after_stream_turn(client, scenario_tools(root), parallel=parallel)
 
-    return trio.run(with_client, base_url, body)
+    return trio.run(with_client, base_url, body, timeout)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +57,37 @@ def test_unknown_benchmark_is_a_usage_error() -> None:
     assert "unknown benchmark" in out.stderr
 
 
+def _run_in_own_group(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run *argv* in a new session; past *timeout*, kill its whole process group
+    (the benchmark server is in it and holds the pipes too) and fail with its stderr,
+    so a hang can never block the suite."""
+    proc = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            stdout, stderr = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # a grandchild left the group with our pipes
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            stderr = "(no output: the pipes stayed open after the kill)"
+        pytest.fail(f"{' '.join(argv[1:])} still running after {timeout} s:\n{stderr[-6000:]}")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+
+
 # A representative subset keeps the suite fast: one micro-benchmark and one end-to-end
 # scenario with every contestant (trio_agent via query(), the ideal from
 # reference_schedule, the after-stream loops and the peers). `run --quick` itself runs
@@ -66,7 +99,7 @@ SUBSET = ("dispatch", "e2e.seed1")
 def test_quick_run_is_sane(tmp_path: Path) -> None:
     json_path, svg_path = tmp_path / "bench.json", tmp_path / "bench.svg"
     md_path = tmp_path / "RESULTS.md"
-    out = subprocess.run(
+    out = _run_in_own_group(
         [
             sys.executable,
             "-m",
@@ -81,11 +114,7 @@ def test_quick_run_is_sane(tmp_path: Path) -> None:
             "--markdown",
             str(md_path),
         ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
         timeout=240,
-        check=False,
     )
     assert out.returncode == 0, out.stderr[-4000:]
     assert "Traceback" not in out.stderr
@@ -105,6 +134,7 @@ def test_quick_run_is_sane(tmp_path: Path) -> None:
         "pydantic-ai",
     } <= contestants
     for series in data["series"]:
+        assert series["errors"] == [], series
         if series["skipped"]:
             assert series["samples"] == []
             continue
