@@ -376,8 +376,9 @@ def test_an_interrupted_block_tool_is_caught(good: ToolRun) -> None:
 def test_an_executor_that_ignores_safety_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     def start_everything(self: Any) -> None:
         for call in list(self._queue):
-            if self._slots < self._max_concurrency:
-                self._start(call)
+            if call.result is None and self._slots < self._max_concurrency:
+                self._queue.remove(call)
+                self._start(call)  # ignores safety
 
     calls = batch((0, "look", {"n": 2}), (0, "write", {"n": 2}), (0, "shell", {"cmd": "ls"}))
     check_tool_run(run_tool_calls(TOOLS, calls))
