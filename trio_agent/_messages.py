@@ -324,7 +324,9 @@ class Usage:
             cache_creation_input_tokens=add(
                 self.cache_creation_input_tokens, other.cache_creation_input_tokens
             ),
-            cache_read_input_tokens=add(self.cache_read_input_tokens, other.cache_read_input_tokens),
+            cache_read_input_tokens=add(
+                self.cache_read_input_tokens, other.cache_read_input_tokens
+            ),
         )
 
 

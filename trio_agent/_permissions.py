@@ -41,4 +41,6 @@ class Reject:
 
 
 PermissionDecision: TypeAlias = Allow | Deny | Reject
-CanUseTool: TypeAlias = Callable[[Tool, Mapping[str, Any], ToolContext], Awaitable[PermissionDecision]]
+CanUseTool: TypeAlias = Callable[
+    [Tool, Mapping[str, Any], ToolContext], Awaitable[PermissionDecision]
+]
