@@ -18,15 +18,21 @@ import attrs
 import trio
 import trio.testing
 
-from .._exceptions import ExecutorClosedError
 from .._executor import ToolExecutor, open_tool_executor
 from .._permissions import Allow, CanUseTool, Deny, PermissionDecision, Reject
-from .._results import ExecutorStatistics, ToolProgress, ToolResult
+from .._results import ExecutorStatistics, ToolResult
 from .._tools import Tool, ToolContext, plain_json
 from ._checks import CallFacts, RunRecord
 from ._scenario import ScenarioError
 from ._tool_calls import ToolCallBatch
-from ._trace import EventKind, TraceEvent, _TaskWatch
+from ._trace import (
+    EventKind,
+    TraceEvent,
+    _TaskWatch,
+    consume_progress,
+    consume_results,
+    drive_script,
+)
 
 __all__ = ["ToolRun", "run_tool_calls"]
 
@@ -167,42 +173,6 @@ def _permission(batch: ToolCallBatch, rec: _Recorder, user: CanUseTool | None) -
     return can_use_tool
 
 
-async def _script(
-    batch: ToolCallBatch, ex: ToolExecutor, turn: trio.CancelScope, rec: _Recorder
-) -> None:
-    for time, what, i in batch.script():
-        if rec.t0 + time > trio.current_time():
-            await trio.sleep_until(rec.t0 + time)
-        if what == "add":
-            try:
-                ex.add_tool(batch.calls[i].block)
-            except ExecutorClosedError:
-                rec.add("refused", i)
-            else:
-                rec.add("added", i)
-            continue
-        rec.add("action", -1, what)
-        if what == "interrupt":
-            ex.interrupt()
-        elif what == "discard":
-            ex.discard()
-        elif what == "finish":
-            ex.finish()
-        else:
-            turn.cancel()
-
-
-async def _consume_results(ex: ToolExecutor, rec: _Recorder) -> None:
-    async for result in ex.results:
-        rec.add("delivered", rec.index[result.tool_use_id], result)
-
-
-async def _consume_progress(ex: ToolExecutor, rec: _Recorder) -> None:
-    async for item in ex.progress:
-        kind: EventKind = "progress" if isinstance(item, ToolProgress) else "finished"
-        rec.add(kind, rec.index[item.tool_use_id], item)
-
-
 async def _run(
     batch: ToolCallBatch,
     tools: list[Tool],
@@ -224,11 +194,13 @@ async def _run(
                     context=context,
                 ) as ex:
                     rec.executor = ex
-                    outer.start_soon(_consume_progress, ex, rec)
+                    outer.start_soon(consume_progress, ex, rec)
                     async with trio.open_nursery() as body:
                         if batch.consume_results:
-                            body.start_soon(_consume_results, ex, rec)
-                        await _script(batch, ex, turn, rec)
+                            body.start_soon(consume_results, ex, rec)
+                        await drive_script(
+                            batch.script(), lambda i: batch.calls[i].block, ex, turn, rec, rec.t0
+                        )
             finally:
                 rec.leaked = tuple(sorted(t.name for t in watch.live))
         rec.turn_cancelled = turn.cancel_called

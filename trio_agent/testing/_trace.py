@@ -11,8 +11,9 @@ checks the invariants that hold for any run;
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 import trio
@@ -223,15 +224,30 @@ def _tool(scenario: ToolScenario, i: int, rec: _Recorder) -> Tool:
     )
 
 
-async def _script(
-    scenario: ToolScenario, ex: ToolExecutor, turn: trio.CancelScope, rec: _Recorder
+class Recording(Protocol):
+    """What the drivers below write to: a map of tool_use ids to call indexes and an
+    event log (the scenario recorder here, the user-tool recorder in _tool_runs)."""
+
+    index: dict[str, int]
+
+    def add(self, kind: EventKind, index: int = ..., detail: Any = ...) -> None: ...
+
+
+async def drive_script(
+    script: Iterable[tuple[float, str, int]],
+    block_of: Callable[[int], ToolUseBlock],
+    ex: ToolExecutor,
+    turn: trio.CancelScope,
+    rec: Recording,
+    t0: float = 0.0,
 ) -> None:
-    for time, what, i in scenario.script():
-        if time > trio.current_time():
-            await trio.sleep_until(time)
+    """Add each call and perform each outside action at its time (from *t0*)."""
+    for time, what, i in script:
+        if t0 + time > trio.current_time():
+            await trio.sleep_until(t0 + time)
         if what == "add":
             try:
-                ex.add_tool(_block(scenario, i))
+                ex.add_tool(block_of(i))
             except ExecutorClosedError:
                 rec.add("refused", i)
             else:
@@ -248,12 +264,14 @@ async def _script(
             turn.cancel()
 
 
-async def _consume_results(ex: ToolExecutor, rec: _Recorder) -> None:
+async def consume_results(ex: ToolExecutor, rec: Recording) -> None:
+    """Record every result delivered on ``ex.results``."""
     async for result in ex.results:
         rec.add("delivered", rec.index[result.tool_use_id], result)
 
 
-async def _consume_progress(ex: ToolExecutor, rec: _Recorder) -> None:
+async def consume_progress(ex: ToolExecutor, rec: Recording) -> None:
+    """Record every progress item and ``ToolFinished`` notice."""
     async for item in ex.progress:
         kind: EventKind = "progress" if isinstance(item, ToolProgress) else "finished"
         rec.add(kind, rec.index[item.tool_use_id], item)
@@ -284,11 +302,13 @@ async def _run(scenario: ToolScenario, rec: _Recorder, watch: _TaskWatch) -> Non
                     max_concurrency=scenario.max_concurrency,
                 ) as ex:
                     rec.executor = ex
-                    outer.start_soon(_consume_progress, ex, rec)
+                    outer.start_soon(consume_progress, ex, rec)
                     async with trio.open_nursery() as body:
                         if scenario.consume_results:
-                            body.start_soon(_consume_results, ex, rec)
-                        await _script(scenario, ex, turn, rec)
+                            body.start_soon(consume_results, ex, rec)
+                        await drive_script(
+                            scenario.script(), partial(_block, scenario), ex, turn, rec
+                        )
             finally:
                 rec.leaked = tuple(sorted(t.name for t in watch.live))
         rec.turn_cancelled = turn.cancel_called
