@@ -65,7 +65,10 @@ def test_a_hung_sample_is_a_reported_failure(
 def test_watchdog_ends_a_process_cancellation_cannot_reach() -> None:
     # A hang no timeout can cancel (a blocking call): the watchdog dumps the stacks to
     # stderr and exits the process instead of hanging whoever runs it.
-    code = "import time\nfrom benchmarks._guard import watchdog\nwith watchdog(0.3):\n    time.sleep(120)\n"
+    code = (
+        "import threading\nfrom benchmarks._guard import watchdog\n"
+        "with watchdog(0.3):\n    threading.Event().wait(120)\n"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code],
         cwd=Path(__file__).resolve().parent.parent,

@@ -19,7 +19,7 @@ from typing import Literal
 import attrs
 
 from .._results import AbortReason, ExecutorStatistics, ToolFinished, ToolResult
-from ._trace import EventKind, InvariantViolation, Trace, TraceEvent, result_kind
+from ._trace import EventKind, EventLog, InvariantViolation, Trace, TraceEvent, result_kind
 
 __all__ = ["CallFacts", "RunRecord", "check_record", "check_trace", "record_of_trace"]
 
@@ -49,7 +49,7 @@ class CallFacts:
 
 
 @attrs.frozen
-class RunRecord:
+class RunRecord(EventLog):
     """One executor's life as the invariants see it.
 
     Attributes:
@@ -69,15 +69,6 @@ class RunRecord:
     turn_cancelled: bool
     leaked_tasks: tuple[str, ...]
     tool_tasks: int
-
-    def of(self, index: int, *kinds: EventKind) -> list[TraceEvent]:
-        """The events of call *index*, optionally of the given kinds only."""
-        return [e for e in self.events if e.index == index and (not kinds or e.kind in kinds)]
-
-    def result(self, index: int) -> ToolResult | None:
-        """The result call *index* got (delivered or drained), if any."""
-        found = self.of(index, "delivered", "drained")
-        return found[0].detail if found else None
 
 
 def check(condition: bool, message: str) -> None:

@@ -27,6 +27,7 @@ from ._scenario import ScenarioError
 from ._tool_calls import ToolCallBatch
 from ._trace import (
     EventKind,
+    EventLog,
     TraceEvent,
     _TaskWatch,
     consume_progress,
@@ -41,7 +42,7 @@ _REAL_TIMEOUT = 60.0  # seconds
 
 
 @attrs.frozen
-class ToolRun:
+class ToolRun(EventLog):
     """Everything one batch run did, in the order it happened.
 
     Attributes:
@@ -68,15 +69,6 @@ class ToolRun:
     turn_cancelled: bool
     leaked_tasks: tuple[str, ...]
     tool_tasks: int
-
-    def of(self, index: int, *kinds: EventKind) -> list[TraceEvent]:
-        """The events of call *index*, optionally of the given kinds only."""
-        return [e for e in self.events if e.index == index and (not kinds or e.kind in kinds)]
-
-    def result(self, index: int) -> ToolResult | None:
-        """The result call *index* got (delivered or drained), if any."""
-        found = self.of(index, "delivered", "drained")
-        return found[0].detail if found else None
 
     def results(self) -> list[ToolResult]:
         """Every result, delivered then drained, in the order they came."""

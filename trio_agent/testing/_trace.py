@@ -71,8 +71,23 @@ class TraceEvent:
     detail: Any = None
 
 
+class EventLog:
+    """Lookups shared by every run record that holds ``events`` (Trace, RunRecord, ToolRun)."""
+
+    events: tuple[TraceEvent, ...]
+
+    def of(self, index: int, *kinds: EventKind) -> list[TraceEvent]:
+        """The events of call *index*, optionally of the given kinds only."""
+        return [e for e in self.events if e.index == index and (not kinds or e.kind in kinds)]
+
+    def result(self, index: int) -> ToolResult | None:
+        """The result call *index* got (delivered or drained), if any."""
+        found = self.of(index, "delivered", "drained")
+        return found[0].detail if found else None
+
+
 @attrs.frozen
-class Trace:
+class Trace(EventLog):
     """Everything a scenario run did, in the order it happened.
 
     Attributes:
@@ -90,15 +105,6 @@ class Trace:
     turn_cancelled: bool
     leaked_tasks: tuple[str, ...]
     tool_tasks: int
-
-    def of(self, index: int, *kinds: EventKind) -> list[TraceEvent]:
-        """The events of call *index*, optionally of the given kinds only."""
-        return [e for e in self.events if e.index == index and (not kinds or e.kind in kinds)]
-
-    def result(self, index: int) -> ToolResult | None:
-        """The result call *index* got (delivered or drained), if any."""
-        found = self.of(index, "delivered", "drained")
-        return found[0].detail if found else None
 
     def outcomes(self) -> tuple[CallOutcome, ...]:
         """What happened to each call, in the reference model's terms."""
