@@ -33,7 +33,7 @@ repeat. For times, r < 1 means X (trio_agent) is faster than this contestant.
 - **trio_agent**: `trio_agent.query(...)` with its streaming executor (default
   `max_tool_concurrency=10`, Claude Code's cap). The timeline (SVG) comes from the
   turn's events (`BlockFinished`, `ToolResult`) fed to `TurnRecorder`, tool start/end
-  from `trio_agent._timeline.instrument`.
+  from `trio_agent._cli._timeline.instrument`.
 - **ideal**: `trio_agent.testing.reference_schedule`, the pure reference model of the
   executor's scheduling, with zero overhead, on a `ToolScenario` built from the paired
   trio_agent run: each call arrives when its `BlockFinished` event did and lasts its

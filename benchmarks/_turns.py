@@ -2,8 +2,8 @@
 
 - :func:`run_query`: trio_agent itself, ``trio_agent.query`` with the streaming
   executor; the turn's timeline comes from its events (``BlockFinished``,
-  ``ToolResult``...) fed to a :class:`trio_agent._timeline.TurnRecorder`, and from
-  the tools' ``run`` wrapped by :func:`trio_agent._timeline.instrument`.
+  ``ToolResult``...) fed to a :class:`trio_agent._cli._timeline.TurnRecorder`, and from
+  the tools' ``run`` wrapped by :func:`trio_agent._cli._timeline.instrument`.
 - :func:`run_after_stream`: wait for the whole message, then run its tools one by
   one (ReAct-style) or each run of consecutive safe calls at once.
 """
@@ -93,7 +93,7 @@ class QueryRun:
 async def query_turn(client: Any, tools: list[Any], *, max_tool_concurrency: int = 10) -> QueryRun:
     """trio_agent: ``query()`` with its streaming executor, timeline recorded."""
     from trio_agent import UserMessage, query
-    from trio_agent._timeline import TurnRecorder, instrument
+    from trio_agent._cli._timeline import TurnRecorder, instrument
 
     recorder = TurnRecorder(trio.current_time)
     run = QueryRun(recorder, max_tool_concurrency)

@@ -22,8 +22,8 @@ from trio_agent import (
     ThinkingBlock,
     ToolUseBlock,
     Usage,
-    _accumulate,
 )
+from trio_agent._model import _accumulate
 
 
 def start(**message: Any) -> dict[str, Any]:

@@ -5,8 +5,8 @@ import pytest
 from test_transcript import HISTORY  # tests/ is on sys.path (rootdir-less pytest layout)
 
 from trio_agent import TextBlock, ToolResultBlock, ToolUseBlock, UserMessage
-from trio_agent._cli import main
-from trio_agent._transcript import TranscriptWriter
+from trio_agent._cli._main import main
+from trio_agent._session._transcript import TranscriptWriter
 from trio_agent.testing import Faults, ScriptedAnswer, render_sse
 
 ANSWER = ScriptedAnswer(

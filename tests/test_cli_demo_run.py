@@ -16,8 +16,8 @@ import pytest
 from test_loop import check_transcript, client_for  # tests/ is on sys.path
 
 from trio_agent import AssistantMessage, TextBlock, ToolUseBlock, message_from_api, read_transcript
-from trio_agent import _cli_agent as cli_agent
-from trio_agent._cli import main
+from trio_agent._cli import _agent as cli_agent
+from trio_agent._cli._main import main
 from trio_agent.testing import ScriptedAnswer, ScriptedModel
 
 

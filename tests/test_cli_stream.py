@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from trio_agent import _cli
+from trio_agent._cli import _main as _cli
 
 
 @pytest.fixture(autouse=True)

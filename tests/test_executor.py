@@ -922,7 +922,7 @@ async def test_progress_after_the_result_is_dropped(autojump_clock: trio.testing
 
 
 def test_summaries_are_short() -> None:
-    from trio_agent._results import summarize_call
+    from trio_agent._executor._results import summarize_call
 
     assert summarize_call("Bash", {"command": "mkdir x"}) == "Bash(mkdir x)"
     assert summarize_call("T", {"n": 3, "m": "s"}) == "T(s)"

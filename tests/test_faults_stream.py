@@ -32,7 +32,7 @@ from trio_agent import (
     TextBlock,
     ToolUseBlock,
 )
-from trio_agent._sse import SSEParser
+from trio_agent._model._sse import SSEParser
 from trio_agent.testing import LeakCheck, ScriptedAnswer, render_events, strategies
 
 TRICKY = 'héllo \u2028 wörld \u2029 \u0085 ✓ 𝄞 \r\n " \\ end'

@@ -37,8 +37,8 @@ from trio_agent import (
     UserMessage,
     query,
 )
-from trio_agent._session import Session
-from trio_agent._transcript import read_transcript
+from trio_agent._session._session import Session
+from trio_agent._session._transcript import read_transcript
 from trio_agent.testing import Faults, LeakCheck, ScriptedAnswer, ScriptedModel, Timing, no_leaks
 
 SLOW = Timing(token_delay=0.1, block_delay=0.1)

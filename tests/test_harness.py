@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 
 from trio_agent import AbortReason, ToolFinished, ToolResult
-from trio_agent._executor import ToolExecutor
+from trio_agent._executor._executor import ToolExecutor
 from trio_agent.testing import (
     InvariantViolation,
     ScenarioCall,

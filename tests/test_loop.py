@@ -44,7 +44,7 @@ from trio_agent import (
     UserMessage,
     query,
 )
-from trio_agent._recovery import CONTINUE_PROMPT
+from trio_agent._loop._recovery import CONTINUE_PROMPT
 from trio_agent.testing import Faults, HTTPErrorAnswer, ScriptedAnswer, ScriptedModel, Timing
 
 SLOW = Timing(token_delay=0.1, block_delay=0.1, text_chunk_size=4, json_chunk_size=4)

@@ -14,7 +14,7 @@ import pytest
 
 import trio_agent
 from trio_agent import TextBlock, ToolUseBlock, read_transcript
-from trio_agent._cli import build_parser
+from trio_agent._cli._main import build_parser
 from trio_agent.testing import ScriptedAnswer, ScriptedModel
 
 README = Path(__file__).resolve().parent.parent / "README.md"

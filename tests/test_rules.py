@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trio_agent import Allow, Deny, PermissionRules, Reject, Tool, ToolContext
-from trio_agent._rules import PermissionRuleError, Rule, RuleAction, main_argument
+from trio_agent._loop._rules import PermissionRuleError, Rule, RuleAction, main_argument
 
 
 async def _noop(input: Mapping[str, Any], ctx: ToolContext) -> str:

@@ -31,7 +31,7 @@ from trio_agent import (
     UserMessage,
     query,
 )
-from trio_agent._session import Session
+from trio_agent._session._session import Session
 from trio_agent.testing import (
     DroppedConnection,
     HTTPErrorAnswer,
@@ -233,7 +233,7 @@ async def test_sentinel_key_never_appears_anywhere(
 def test_sentinel_key_not_in_cli_output(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from trio_agent._cli import main
+    from trio_agent._cli._main import main
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", SENTINEL_KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # nothing listens

@@ -28,7 +28,7 @@ from trio_agent import (
     UserMessage,
     read_transcript,
 )
-from trio_agent._transcript import INTERRUPTED_TOOL_MESSAGE
+from trio_agent._session._transcript import INTERRUPTED_TOOL_MESSAGE
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, Timing
 
 SLOW = Timing(token_delay=0.1, block_delay=0.1, text_chunk_size=4, json_chunk_size=4)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_agent import StreamLimitError
-from trio_agent._sse import SSEParser
+from trio_agent._model._sse import SSEParser
 
 
 def reference(data: bytes) -> list[str]:

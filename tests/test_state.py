@@ -9,7 +9,7 @@ from trio_agent import (
     Usage,
     UserMessage,
 )
-from trio_agent._recovery import (
+from trio_agent._loop._recovery import (
     CONTINUE_PROMPT,
     ESCALATED_MAX_TOKENS,
     Outcome,
@@ -25,7 +25,7 @@ from trio_agent._recovery import (
     stop_hook_block,
     succeeded,
 )
-from trio_agent._state import State, Transition, TransitionReason, TurnEndReason
+from trio_agent._loop._state import State, Transition, TransitionReason, TurnEndReason
 
 
 def answer(*blocks: object, stop: str = "end_turn", usage: Usage | None = None) -> AssistantMessage:

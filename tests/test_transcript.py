@@ -17,7 +17,7 @@ from trio_agent import (
     Usage,
     UserMessage,
 )
-from trio_agent._transcript import (
+from trio_agent._session._transcript import (
     INTERRUPTED_TOOL_MESSAGE,
     TranscriptWriter,
     read_transcript,

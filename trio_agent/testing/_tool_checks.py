@@ -8,10 +8,10 @@ from typing import Any, get_args
 
 import trio
 
-from .._call import read_return
+from .._executor._call import read_return
+from .._executor._results import ToolResult
 from .._messages import ContentBlock
 from .._permissions import Deny
-from .._results import ToolResult
 from ._checks import CallFacts, check, check_record
 from ._tool_runs import ToolRun
 

@@ -18,9 +18,9 @@ import attrs
 import trio
 import trio.testing
 
-from .._executor import ToolExecutor, open_tool_executor
+from .._executor._executor import ToolExecutor, open_tool_executor
+from .._executor._results import ExecutorStatistics, ToolResult
 from .._permissions import Allow, CanUseTool, Deny, PermissionDecision, Reject
-from .._results import ExecutorStatistics, ToolResult
 from .._tools import Tool, ToolContext, plain_json
 from ._checks import CallFacts, RunRecord
 from ._scenario import ScenarioError

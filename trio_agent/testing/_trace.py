@@ -20,10 +20,10 @@ import trio
 import trio.testing
 
 from .._exceptions import ExecutorClosedError
-from .._executor import TOOL_TASK_PREFIX, ToolExecutor, open_tool_executor
+from .._executor._executor import TOOL_TASK_PREFIX, ToolExecutor, open_tool_executor
+from .._executor._results import ExecutorStatistics, ToolProgress, ToolResult
 from .._messages import ToolUseBlock
 from .._permissions import Allow, Deny, PermissionDecision, Reject
-from .._results import ExecutorStatistics, ToolProgress, ToolResult
 from .._tools import Tool, ToolContext, ToolOutput
 from ._reference import CallOutcome, Schedule
 from ._scenario import ScenarioError, ToolScenario

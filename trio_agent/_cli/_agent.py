@@ -15,8 +15,8 @@ from typing import IO, Any
 
 import trio
 
-from ._exceptions import TrioAgentError
-from ._messages import (
+from .._exceptions import TrioAgentError
+from .._messages import (
     AssistantMessage,
     Message,
     TextBlock,
@@ -86,7 +86,7 @@ def _replay_command(args: argparse.Namespace) -> int:
         return _error(f"cannot read {args.file}: {exc.strerror}")
     try:
         if _is_transcript(data):
-            from ._transcript import read_transcript
+            from .._session._transcript import read_transcript
 
             print_transcript(read_transcript(args.file).messages, sys.stdout, as_json=args.json)
         else:
@@ -163,8 +163,8 @@ async def replay_sse(data: bytes, out: IO[str], as_json: bool = False) -> None:
     Raises:
         StreamError: the stream breaks the protocol or ends before ``message_stop``.
     """
-    from ._accumulate import MessageAccumulator
-    from ._exceptions import StreamTruncatedError
+    from .._exceptions import StreamTruncatedError
+    from .._model._accumulate import MessageAccumulator
 
     acc = MessageAccumulator()
     for _name, raw in await _decode_sse(data):
@@ -207,7 +207,7 @@ def _run_command(args: argparse.Namespace) -> int:
 
 
 async def _ask(tool: Any, input: Mapping[str, Any], ctx: Any) -> Any:
-    from ._permissions import Allow, Deny
+    from .._permissions import Allow, Deny
 
     question = f"\nAllow {tool.name}({_preview(dict(input), 100)})? [y/N] "
 
@@ -245,12 +245,12 @@ async def run_prompt(
     """
     import signal
 
-    from ._client import AnthropicClient
-    from ._rules import PermissionRules
-    from ._session import Session
-    from ._state import TurnEnd
+    from .._loop._rules import PermissionRules
+    from .._loop._state import TurnEnd
+    from .._model._anthropic import AnthropicClient
+    from .._session._session import Session
+    from ..tools import Workspace, default_tools
     from ._timeline import TurnRecorder, instrument
-    from .tools import Workspace, default_tools
 
     stream = out if out is not None else sys.stdout
     recorder = TurnRecorder(trio.current_time)
@@ -313,8 +313,8 @@ async def run_prompt(
 
 def print_event(event: object, out: IO[str], *, as_json: bool = False) -> None:
     """Print one loop event: NDJSON, or text as it streams and tool calls and results."""
-    from ._results import ToolProgress
-    from ._state import ModelFallback, TextDelta
+    from .._executor._results import ToolProgress
+    from .._loop._state import ModelFallback, TextDelta
 
     if as_json:
         out.write(json.dumps({"type": type(event).__name__, **event_fields(event)}) + "\n")

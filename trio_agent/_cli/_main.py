@@ -19,10 +19,10 @@ from typing import Any, TextIO
 import httpx
 import trio
 
-from ._client import AnthropicClient
-from ._exceptions import TrioAgentError
-from ._messages import AssistantMessage, ThinkingBlock, ToolUseBlock, UserMessage
-from ._stream import StreamEvent, StreamResult
+from .._exceptions import TrioAgentError
+from .._messages import AssistantMessage, ThinkingBlock, ToolUseBlock, UserMessage
+from .._model._anthropic import AnthropicClient
+from .._model._stream import StreamEvent, StreamResult
 
 __all__ = ["build_parser", "main"]
 
@@ -32,7 +32,7 @@ DEMO_PROMPT = "Look around this project and tell me what it does."
 
 def _demo_model() -> Any:
     """The embedded scripted model: text, thinking and two tool calls, a few ms per token."""
-    from .testing import ScriptedAnswer, ScriptedModel, Timing
+    from ..testing import ScriptedAnswer, ScriptedModel, Timing
 
     answer = ScriptedAnswer(
         blocks=[
@@ -54,7 +54,7 @@ def _demo_model() -> Any:
 
 
 def _text_block(text: str) -> Any:
-    from ._messages import TextBlock
+    from .._messages import TextBlock
 
     return TextBlock(text)
 
@@ -182,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--max-tokens", type=_positive_int, default=1024, help="default 1024")
     stream.add_argument("--json", action="store_true", help="one JSON event per line")
     stream.set_defaults(handler=_stream)
-    from ._cli_agent import add_agent_commands
+    from ._agent import add_agent_commands
 
     add_agent_commands(commands)
     return parser

@@ -32,8 +32,8 @@ from typing import Any, Final, final
 
 import attrs
 
-from ._exceptions import TranscriptError, TrioAgentError, excerpt
-from ._messages import (
+from .._exceptions import TranscriptError, TrioAgentError, excerpt
+from .._messages import (
     AssistantMessage,
     ContentBlock,
     Message,

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from ._messages import ContentBlock, TextBlock, ToolUseBlock
+from .._messages import ContentBlock, TextBlock, ToolUseBlock
 
 if TYPE_CHECKING:
-    from .testing import ScriptedAnswer
+    from ..testing import ScriptedAnswer
 
 __all__ = [
     "DEMO_MODEL",
@@ -258,7 +258,7 @@ def demo_answers(*, speed: float = 1.0) -> list[ScriptedAnswer]:
     At speed 1 the three answers stream in about 3.5 s: text at ~4 characters per
     25 ms, tool input JSON at 24 characters per 25 ms.
     """
-    from .testing import ScriptedAnswer, Timing  # the testing extra's modules
+    from ..testing import ScriptedAnswer, Timing  # the testing extra's modules
 
     if not speed > 0:
         raise ValueError(f"speed must be positive, not {speed!r}")

@@ -1,4 +1,4 @@
-"""The loop's decisions as pure functions of :class:`~trio_agent._state.State`.
+"""The loop's decisions as pure functions of :class:`~trio_agent._loop._state.State`.
 
 Nothing here awaits: :func:`trio_agent.query` streams, runs tools, calls hooks and
 the compactor, and asks these functions what comes next. Each ``State -> State``
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from ._messages import AssistantMessage, Message, ToolUseBlock, Usage, UserMessage
+from .._messages import AssistantMessage, Message, ToolUseBlock, Usage, UserMessage
 from ._state import State, Transition, TransitionReason
 
 __all__ = [

@@ -20,10 +20,10 @@ from typing import Any
 
 import trio
 
-from ._permissions import CanUseTool
+from .._permissions import CanUseTool
+from .._tools import Tool
 from ._tool_executor import TOOL_TASK_PREFIX as TOOL_TASK_PREFIX
 from ._tool_executor import ToolExecutor as ToolExecutor
-from ._tools import Tool
 
 __all__ = ["TOOL_TASK_PREFIX", "ToolExecutor", "open_tool_executor"]
 

@@ -21,12 +21,12 @@ from typing import Any, final
 import attrs
 import trio
 
-from ._control import TurnControl
-from ._loop import query
-from ._messages import AssistantMessage, ContentBlock, Message, Usage, UserMessage
-from ._permissions import CanUseTool
-from ._state import Compacted, QueryEvent, TurnEnd
-from ._tools import Tool
+from .._loop._control import TurnControl
+from .._loop._query import query
+from .._loop._state import Compacted, QueryEvent, TurnEnd
+from .._messages import AssistantMessage, ContentBlock, Message, Usage, UserMessage
+from .._permissions import CanUseTool
+from .._tools import Tool
 from ._transcript import TranscriptWriter, read_transcript, repair_history
 
 __all__ = ["Session", "estimate_cost"]
@@ -121,7 +121,7 @@ class Session:
             TranscriptError: the file cannot be read or a line other than the last
                 is corrupt; no model in the header nor in *kwargs*.
         """
-        from ._exceptions import TranscriptError
+        from .._exceptions import TranscriptError
 
         transcript = read_transcript(path)
         kwargs.setdefault("system", transcript.system)

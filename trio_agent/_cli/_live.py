@@ -6,7 +6,7 @@ and latest progress line; :func:`print_timeline` then shows when each block
 finished streaming, when each tool started and ended, when each stream ended, and
 what overlapping the tools with the stream saved.
 
-:func:`run_demo` runs the scripted demo task (:mod:`trio_agent._demo`) with the
+:func:`run_demo` runs the scripted demo task (:mod:`trio_agent._cli._demo`) with the
 real built-in tools in a temporary workspace, live or as NDJSON events.
 """
 
@@ -41,7 +41,7 @@ _REFRESH = 0.05
 
 def event_record(event: object, t: float) -> dict[str, Any]:
     """One event as a JSON-ready dict: ``type``, ``t`` (seconds) and its fields."""
-    from ._cli_agent import event_fields
+    from ._agent import event_fields
 
     return {"type": type(event).__name__, "t": round(t, 3), **event_fields(event)}
 
@@ -174,12 +174,12 @@ async def run_demo(speed: float = 1.0, as_json: bool = False, out: IO[str] | Non
     """
     import httpx
 
-    from ._client import AnthropicClient
+    from .._loop._rules import PermissionRules
+    from .._model._anthropic import AnthropicClient
+    from .._session._session import Session
+    from ..testing import ScriptedModel
+    from ..tools import Workspace, default_tools
     from ._demo import DEMO_MODEL, DEMO_PROMPT, demo_answers, make_demo_workspace
-    from ._rules import PermissionRules
-    from ._session import Session
-    from .testing import ScriptedModel
-    from .tools import Workspace, default_tools
 
     stream = out if out is not None else sys.stdout
 

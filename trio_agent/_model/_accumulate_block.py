@@ -9,8 +9,8 @@ from typing import Any
 
 import attrs
 
-from ._exceptions import StreamLimitError
-from ._messages import ContentBlock, TextBlock, ThinkingBlock, block_from_api
+from .._exceptions import StreamLimitError
+from .._messages import ContentBlock, TextBlock, ThinkingBlock, block_from_api
 
 __all__ = [
     "DELTA_FIELD",

@@ -9,7 +9,7 @@ from typing import Any, TypeAlias, final
 import attrs
 import trio
 
-from ._messages import AssistantMessage
+from .._messages import AssistantMessage
 
 __all__ = ["StreamEvent", "StreamItem", "StreamResult", "StreamStatistics"]
 

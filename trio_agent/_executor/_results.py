@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from ._messages import ContentBlock, ToolResultBlock
+from .._messages import ContentBlock, ToolResultBlock
 
 __all__ = [
     "AbortReason",

@@ -13,8 +13,9 @@ from typing import Any
 
 import attrs
 
+from .._permissions import Allow, CanUseTool, Deny, Reject
+from .._tools import ContextModifier, ToolContext, plain_json
 from ._call import Call, read_return
-from ._permissions import Allow, CanUseTool, Deny, Reject
 from ._results import (
     ToolResult,
     bad_return_message,
@@ -22,7 +23,6 @@ from ._results import (
     permission_error_message,
     raised_message,
 )
-from ._tools import ContextModifier, ToolContext, plain_json
 
 __all__ = ["Ran", "Rejected", "execute"]
 

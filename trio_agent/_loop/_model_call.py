@@ -17,11 +17,10 @@ from typing import Any, Literal, TypeAlias, cast
 import attrs
 import trio
 
-from . import _recovery as rec
-from ._control import TurnControl
-from ._exceptions import APIError, StreamError
-from ._executor import ToolExecutor, open_tool_executor
-from ._messages import (
+from .._exceptions import APIError, StreamError
+from .._executor._executor import ToolExecutor, open_tool_executor
+from .._executor._results import ToolResult
+from .._messages import (
     AssistantMessage,
     ContentBlock,
     Message,
@@ -29,11 +28,12 @@ from ._messages import (
     Usage,
     UserMessage,
 )
-from ._permissions import CanUseTool
-from ._results import ToolResult
+from .._model._stream import StreamEvent, StreamResult
+from .._permissions import CanUseTool
+from .._tools import Tool
+from . import _recovery as rec
+from ._control import TurnControl
 from ._state import BlockFinished, QueryEvent, State, TextDelta, ThinkingDelta
-from ._stream import StreamEvent, StreamResult
-from ._tools import Tool
 
 __all__ = ["Attempt", "ModelCaller", "Phase", "registered"]
 

@@ -18,12 +18,13 @@ from typing import Any, final
 
 import trio
 
+from .._exceptions import ExecutorClosedError, ToolDefinitionError
+from .._messages import ToolUseBlock
+from .._permissions import CanUseTool
+from .._tools import Tool
 from ._call import Call as _Call
 from ._call import CallState as _State
 from ._call import check_input
-from ._exceptions import ExecutorClosedError, ToolDefinitionError
-from ._messages import ToolUseBlock
-from ._permissions import CanUseTool
 from ._result_channel import ResultChannel
 from ._results import (
     AbortReason,
@@ -35,7 +36,6 @@ from ._results import (
     unknown_tool_message,
 )
 from ._tool_task import Rejected, execute
-from ._tools import Tool
 
 __all__ = ["TOOL_TASK_PREFIX", "ToolExecutor"]
 

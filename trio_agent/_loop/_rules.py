@@ -35,9 +35,9 @@ from typing import Any
 import attrs
 import trio
 
-from ._exceptions import TrioAgentError
-from ._permissions import Allow, Deny, PermissionDecision
-from ._tools import Tool, ToolContext
+from .._exceptions import TrioAgentError
+from .._permissions import Allow, Deny, PermissionDecision
+from .._tools import Tool, ToolContext
 
 __all__ = ["MAIN_ARGUMENT_KEYS", "PermissionRuleError", "PermissionRules", "Rule", "RuleAction"]
 

@@ -25,10 +25,10 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from ._messages import AssistantMessage, ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
-from ._results import ToolFinished, ToolProgress, ToolResult
-from ._state import BlockFinished, TextDelta, Transition, TurnEnd
-from ._tools import Tool, ToolContext, ToolReturn
+from .._executor._results import ToolFinished, ToolProgress, ToolResult
+from .._loop._state import BlockFinished, TextDelta, Transition, TurnEnd
+from .._messages import AssistantMessage, ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from .._tools import Tool, ToolContext, ToolReturn
 
 __all__ = ["ModelCall", "ToolRow", "ToolState", "TurnRecorder", "describe_call", "instrument"]
 

@@ -13,8 +13,8 @@ from typing import TypeAlias
 
 import attrs
 
-from ._messages import AssistantMessage, ContentBlock, Message, ToolUseBlock, Usage, UserMessage
-from ._results import ToolFinished, ToolProgress, ToolResult
+from .._executor._results import ToolFinished, ToolProgress, ToolResult
+from .._messages import AssistantMessage, ContentBlock, Message, ToolUseBlock, Usage, UserMessage
 
 __all__ = [
     "BlockFinished",

@@ -2,7 +2,7 @@
 
 Each iteration streams one model call into a fresh tool executor (tools start at
 their ``content_block_stop``, while the model still streams), forwards what happens
-as events, and then asks :mod:`trio_agent._recovery` what comes next. The history
+as events, and then asks :mod:`trio_agent._loop._recovery` what comes next. The history
 is only ever appended to with messages that were sent as events, so a consumer
 that appends every ``AssistantMessage`` / ``UserMessage`` event to its own copy
 holds exactly ``TurnEnd.messages`` (except after a :class:`Compacted` event, which
@@ -49,13 +49,14 @@ from typing import Any, TypeAlias
 import attrs
 import trio
 
+from .._exceptions import OverloadedError, PromptTooLongError
+from .._executor._results import AbortReason
+from .._messages import AssistantMessage, Message, ToolUseBlock, UserMessage
+from .._permissions import CanUseTool
+from .._tools import Tool
 from . import _recovery as rec
-from ._attempt import Attempt, ModelCaller, Phase, registered
 from ._control import TurnControl
-from ._exceptions import OverloadedError, PromptTooLongError
-from ._messages import AssistantMessage, Message, ToolUseBlock, UserMessage
-from ._permissions import CanUseTool
-from ._results import AbortReason
+from ._model_call import Attempt, ModelCaller, Phase, registered
 from ._state import (
     Compacted,
     ModelFallback,
@@ -64,7 +65,6 @@ from ._state import (
     TurnEnd,
     TurnEndReason,
 )
-from ._tools import Tool
 
 __all__ = ["Compactor", "StopHook", "StopHookResult", "query"]
 

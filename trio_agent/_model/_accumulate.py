@@ -24,6 +24,16 @@ from typing import Any, ClassVar
 
 import attrs
 
+from .._exceptions import StreamLimitError, StreamProtocolError, excerpt
+from .._messages import (
+    AssistantMessage,
+    ContentBlock,
+    OpaqueBlock,
+    ServerToolUseBlock,
+    ToolUseBlock,
+    Usage,
+    block_from_api,
+)
 from ._accumulate_block import (
     DELTA_FIELD,
     DELTA_KIND,
@@ -34,16 +44,6 @@ from ._accumulate_block import (
     utf8_len,
 )
 from ._errors_http import error_from_event
-from ._exceptions import StreamLimitError, StreamProtocolError, excerpt
-from ._messages import (
-    AssistantMessage,
-    ContentBlock,
-    OpaqueBlock,
-    ServerToolUseBlock,
-    ToolUseBlock,
-    Usage,
-    block_from_api,
-)
 
 __all__ = ["AccumulatorStatistics", "MessageAccumulator", "StreamLimits"]
 

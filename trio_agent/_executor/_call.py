@@ -10,10 +10,10 @@ from typing import Any, Literal, TypeAlias, get_args
 import attrs
 import trio
 
-from ._exceptions import excerpt
-from ._messages import ContentBlock, ToolUseBlock
+from .._exceptions import excerpt
+from .._messages import ContentBlock, ToolUseBlock
+from .._tools import ContextModifier, Tool, ToolOutput, plain_json
 from ._results import ToolResult, summarize_call
-from ._tools import ContextModifier, Tool, ToolOutput, plain_json
 
 __all__ = ["Call", "CallState", "check_input", "read_return"]
 

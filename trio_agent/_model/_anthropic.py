@@ -32,9 +32,7 @@ import httpx
 import trio
 from httpx_sse import EventSource, aconnect_sse
 
-from ._accumulate import MessageAccumulator, StreamLimits
-from ._errors_http import RETRYABLE_ERROR_TYPES, error_from_response
-from ._exceptions import (
+from .._exceptions import (
     APIConnectionError,
     APIStatusError,
     APITimeoutError,
@@ -43,11 +41,13 @@ from ._exceptions import (
     StreamTruncatedError,
     excerpt,
 )
-from ._messages import AssistantMessage, UserMessage
+from .._messages import AssistantMessage, UserMessage
+from .._tools import Tool
+from ._accumulate import MessageAccumulator, StreamLimits
+from ._errors_http import RETRYABLE_ERROR_TYPES, error_from_response
 from ._retry import RetryPolicy
 from ._sse import ResponseReader, SSEParser
 from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics, one_by_one
-from ._tools import Tool
 from ._watchdog import StallMeter
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicClient"]

@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, cast
 
-from ._exceptions import (
+from .._exceptions import (
     APIStatusError,
     AuthenticationError,
     ConflictError,

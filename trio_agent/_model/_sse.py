@@ -29,7 +29,7 @@ import httpx
 import trio
 from httpx_sse._decoders import SSELineDecoder
 
-from ._exceptions import StreamLimitError
+from .._exceptions import StreamLimitError
 
 __all__ = ["ResponseReader", "SSEParser"]
 
