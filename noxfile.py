@@ -17,10 +17,11 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff, with the ASYNC rules."""
-    session.install("ruff")
+    """ruff, with the ASYNC rules; the layers' import contracts (import-linter)."""
+    session.install("-e", ".", "ruff", "import-linter")
     session.run("ruff", "check", "trio_agent", "tests", "benchmarks")
     session.run("ruff", "format", "--check", "trio_agent", "tests", "benchmarks")
+    session.run("lint-imports", "--no-cache")
 
 
 @nox.session

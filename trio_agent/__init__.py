@@ -1,5 +1,33 @@
 """trio_agent: run an LLM agent's tool calls while the model is still streaming,
-under Trio's structured concurrency."""
+under Trio's structured concurrency.
+
+The package is the data flow, top to bottom (imports only go down; import-linter
+checks it, see ``[tool.importlinter]`` in pyproject.toml)::
+
+    _messages.py _exceptions.py _tools.py _permissions.py
+                  the shared vocabulary: wire values, errors, Tool, permission answers
+    _model/       Layer 1: bytes -> stream items. ModelClient (the protocol the loop
+                  depends on), SSE, MessageAccumulator, RetryPolicy, the stall meter,
+                  AnthropicClient
+    _executor/    Layer 2: tool_use blocks -> ToolResult (in order) and ToolProgress
+                  (at once). open_tool_executor / ToolExecutor (scheduling, cancel
+                  scopes, results) and the call and its task (_call.py)
+    _loop/        Layer 3: query(), one user turn: a model call per iteration
+                  (_model_call.py), the frozen State and its pure transitions
+                  (_state.py, _recovery.py), TurnControl, PermissionRules
+    _session/     Layer 4: Session (history, usage, interrupt/abort), the transcript
+    _cli/         the trio-agent command: stream, demo, run, replay; the live view
+    tools/        the built-in tools (public)
+    testing/      the scripted model and the property-based harness (public)
+
+Each subpackage's ``__init__`` is the face the layer above imports from.
+
+"Why didn't my tool start?" The decision is made in one place,
+``trio_agent/_executor/_executor.py`` (the scheduling loop of ``ToolExecutor``); turn
+on ``logging.getLogger("trio_agent.executor").setLevel(logging.DEBUG)`` to see each
+decision and its reason (not concurrency-safe while another tool runs, the
+concurrency cap, behind a non-safe tool, refused by ``can_use_tool``).
+"""
 
 from ._exceptions import APIConnectionError as APIConnectionError
 from ._exceptions import APIError as APIError
@@ -32,24 +60,24 @@ from ._executor._results import ExecutorStatistics as ExecutorStatistics
 from ._executor._results import ToolFinished as ToolFinished
 from ._executor._results import ToolProgress as ToolProgress
 from ._executor._results import ToolResult as ToolResult
-from ._loop._control import TurnControl as TurnControl
-from ._loop._query import Compactor as Compactor
-from ._loop._query import StopHook as StopHook
-from ._loop._query import StopHookResult as StopHookResult
-from ._loop._query import query as query
-from ._loop._rules import PermissionRuleError as PermissionRuleError
-from ._loop._rules import PermissionRules as PermissionRules
-from ._loop._state import BlockFinished as BlockFinished
-from ._loop._state import Compacted as Compacted
-from ._loop._state import ModelFallback as ModelFallback
-from ._loop._state import QueryEvent as QueryEvent
-from ._loop._state import State as State
-from ._loop._state import TextDelta as TextDelta
-from ._loop._state import ThinkingDelta as ThinkingDelta
-from ._loop._state import Transition as Transition
-from ._loop._state import TransitionReason as TransitionReason
-from ._loop._state import TurnEnd as TurnEnd
-from ._loop._state import TurnEndReason as TurnEndReason
+from ._loop import BlockFinished as BlockFinished
+from ._loop import Compacted as Compacted
+from ._loop import Compactor as Compactor
+from ._loop import ModelFallback as ModelFallback
+from ._loop import PermissionRuleError as PermissionRuleError
+from ._loop import PermissionRules as PermissionRules
+from ._loop import QueryEvent as QueryEvent
+from ._loop import State as State
+from ._loop import StopHook as StopHook
+from ._loop import StopHookResult as StopHookResult
+from ._loop import TextDelta as TextDelta
+from ._loop import ThinkingDelta as ThinkingDelta
+from ._loop import Transition as Transition
+from ._loop import TransitionReason as TransitionReason
+from ._loop import TurnControl as TurnControl
+from ._loop import TurnEnd as TurnEnd
+from ._loop import TurnEndReason as TurnEndReason
+from ._loop import query as query
 from ._messages import AssistantMessage as AssistantMessage
 from ._messages import ContentBlock as ContentBlock
 from ._messages import Message as Message
@@ -64,25 +92,26 @@ from ._messages import Usage as Usage
 from ._messages import UserMessage as UserMessage
 from ._messages import block_from_api as block_from_api
 from ._messages import message_from_api as message_from_api
-from ._model._accumulate import AccumulatorStatistics as AccumulatorStatistics
-from ._model._accumulate import MessageAccumulator as MessageAccumulator
-from ._model._accumulate import StreamLimits as StreamLimits
-from ._model._anthropic import AnthropicClient as AnthropicClient
-from ._model._retry import RetryPolicy as RetryPolicy
-from ._model._stream import StreamEvent as StreamEvent
-from ._model._stream import StreamItem as StreamItem
-from ._model._stream import StreamResult as StreamResult
-from ._model._stream import StreamStatistics as StreamStatistics
+from ._model import AccumulatorStatistics as AccumulatorStatistics
+from ._model import AnthropicClient as AnthropicClient
+from ._model import MessageAccumulator as MessageAccumulator
+from ._model import ModelClient as ModelClient
+from ._model import RetryPolicy as RetryPolicy
+from ._model import StreamEvent as StreamEvent
+from ._model import StreamItem as StreamItem
+from ._model import StreamLimits as StreamLimits
+from ._model import StreamResult as StreamResult
+from ._model import StreamStatistics as StreamStatistics
 from ._permissions import Allow as Allow
 from ._permissions import CanUseTool as CanUseTool
 from ._permissions import Deny as Deny
 from ._permissions import PermissionDecision as PermissionDecision
 from ._permissions import Reject as Reject
-from ._session._session import Session as Session
-from ._session._transcript import Transcript as Transcript
-from ._session._transcript import TranscriptWriter as TranscriptWriter
-from ._session._transcript import read_transcript as read_transcript
-from ._session._transcript import repair_history as repair_history
+from ._session import Session as Session
+from ._session import Transcript as Transcript
+from ._session import TranscriptWriter as TranscriptWriter
+from ._session import read_transcript as read_transcript
+from ._session import repair_history as repair_history
 from ._tools import Tool as Tool
 from ._tools import ToolContext as ToolContext
 from ._tools import ToolOutput as ToolOutput
@@ -114,6 +143,7 @@ __all__ = [
     "InvalidRequestError",
     "Message",
     "MessageAccumulator",
+    "ModelClient",
     "ModelFallback",
     "NotFoundError",
     "OpaqueBlock",

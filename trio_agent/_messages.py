@@ -189,7 +189,7 @@ class ToolResultBlock:
 
     tool_use_id: str
     content: str | tuple[ContentBlock, ...] = attrs.field(
-        converter=lambda c: c if isinstance(c, str) else tuple(c)  # pyright: ignore
+        converter=lambda c: c if isinstance(c, str) else tuple(c)
     )
     is_error: bool = False
 
@@ -399,7 +399,7 @@ class UserMessage:
     """A user turn: a prompt, or the tool results of the previous answer."""
 
     content: str | tuple[ContentBlock, ...] = attrs.field(
-        converter=lambda c: c if isinstance(c, str) else tuple(c)  # pyright: ignore
+        converter=lambda c: c if isinstance(c, str) else tuple(c)
     )
 
     role: Literal["user"] = attrs.field(default="user", init=False)

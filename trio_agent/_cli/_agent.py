@@ -86,7 +86,7 @@ def _replay_command(args: argparse.Namespace) -> int:
         return _error(f"cannot read {args.file}: {exc.strerror}")
     try:
         if _is_transcript(data):
-            from .._session._transcript import read_transcript
+            from .._session import read_transcript
 
             print_transcript(read_transcript(args.file).messages, sys.stdout, as_json=args.json)
         else:
@@ -164,7 +164,7 @@ async def replay_sse(data: bytes, out: IO[str], as_json: bool = False) -> None:
         StreamError: the stream breaks the protocol or ends before ``message_stop``.
     """
     from .._exceptions import StreamTruncatedError
-    from .._model._accumulate import MessageAccumulator
+    from .._model import MessageAccumulator
 
     acc = MessageAccumulator()
     for _name, raw in await _decode_sse(data):
@@ -245,10 +245,9 @@ async def run_prompt(
     """
     import signal
 
-    from .._loop._rules import PermissionRules
-    from .._loop._state import TurnEnd
-    from .._model._anthropic import AnthropicClient
-    from .._session._session import Session
+    from .._loop import PermissionRules, TurnEnd
+    from .._model import AnthropicClient
+    from .._session import Session
     from ..tools import Workspace, default_tools
     from ._timeline import TurnRecorder, instrument
 
@@ -314,7 +313,7 @@ async def run_prompt(
 def print_event(event: object, out: IO[str], *, as_json: bool = False) -> None:
     """Print one loop event: NDJSON, or text as it streams and tool calls and results."""
     from .._executor._results import ToolProgress
-    from .._loop._state import ModelFallback, TextDelta
+    from .._loop import ModelFallback, TextDelta
 
     if as_json:
         out.write(json.dumps({"type": type(event).__name__, **event_fields(event)}) + "\n")

@@ -174,9 +174,9 @@ async def run_demo(speed: float = 1.0, as_json: bool = False, out: IO[str] | Non
     """
     import httpx
 
-    from .._loop._rules import PermissionRules
-    from .._model._anthropic import AnthropicClient
-    from .._session._session import Session
+    from .._loop import PermissionRules
+    from .._model import AnthropicClient
+    from .._session import Session
     from ..testing import ScriptedModel
     from ..tools import Workspace, default_tools
     from ._demo import DEMO_MODEL, DEMO_PROMPT, demo_answers, make_demo_workspace

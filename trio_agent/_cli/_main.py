@@ -21,8 +21,7 @@ import trio
 
 from .._exceptions import TrioAgentError
 from .._messages import AssistantMessage, ThinkingBlock, ToolUseBlock, UserMessage
-from .._model._anthropic import AnthropicClient
-from .._model._stream import StreamEvent, StreamResult
+from .._model import AnthropicClient, StreamEvent, StreamResult
 
 __all__ = ["build_parser", "main"]
 

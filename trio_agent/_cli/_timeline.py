@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from .._executor._results import ToolFinished, ToolProgress, ToolResult
-from .._loop._state import BlockFinished, TextDelta, Transition, TurnEnd
+from .._loop import BlockFinished, TextDelta, Transition, TurnEnd
 from .._messages import AssistantMessage, ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from .._tools import Tool, ToolContext, ToolReturn
 

@@ -21,6 +21,8 @@ it ended (then they do nothing but record the request).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
 from typing import Protocol, final
 
 import attrs
@@ -78,27 +80,43 @@ class TurnControl:
         if self._executor is not None:
             self._executor.interrupt()
 
-    # What query() calls: each registration applies a request made earlier, so a
-    # call that lands between two iterations is not lost.
+    # What query() uses: each one applies a request made earlier, so a call that
+    # lands between two model calls is not lost.
 
-    def _enter_scope(self, scope: trio.CancelScope) -> None:
+    @contextmanager
+    def cancelling(self, scope: trio.CancelScope) -> Generator[None]:
+        """While inside, :meth:`abort` cancels *scope* (at once if already aborted)."""
         self._scopes.add(scope)
         if self._abort_reason is not None:
             scope.cancel(reason=self._abort_reason)
+        try:
+            yield
+        finally:
+            self._scopes.discard(scope)
 
-    def _exit_scope(self, scope: trio.CancelScope) -> None:
-        self._scopes.discard(scope)
+    @contextmanager
+    def interrupting(self) -> Generator[Callable[[_Interruptible], None]]:
+        """While inside, :meth:`interrupt` interrupts the executor given to the
+        function this yields (at once if already interrupted); the executor is
+        attached after it opens, and stays attached until it has closed."""
 
-    def _attach(self, executor: _Interruptible, stream_scope: trio.CancelScope) -> None:
-        self._executor = executor
-        self._stream_scope = stream_scope
-        if self._interrupted:  # pragma: no cover - needs a checkpoint-free race to hit
-            stream_scope.cancel(reason=INTERRUPT)
-            executor.interrupt()
+        def attach(executor: _Interruptible) -> None:
+            self._executor = executor
+            if self._interrupted:
+                executor.interrupt()
 
-    def _stream_done(self) -> None:
-        self._stream_scope = None
+        try:
+            yield attach
+        finally:
+            self._executor = None
 
-    def _detach(self) -> None:
-        self._executor = None
-        self._stream_scope = None
+    @contextmanager
+    def interrupting_stream(self, scope: trio.CancelScope) -> Generator[None]:
+        """While inside, :meth:`interrupt` cancels the model's stream *scope*."""
+        self._stream_scope = scope
+        if self._interrupted:
+            scope.cancel(reason=INTERRUPT)
+        try:
+            yield
+        finally:
+            self._stream_scope = None

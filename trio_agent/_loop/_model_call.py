@@ -10,9 +10,8 @@ they come. The call runs in its own *turn scope* (cancelled by
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any, Literal, TypeAlias, cast
+from collections.abc import Sequence
+from typing import Any, Literal, TypeAlias
 
 import attrs
 import trio
@@ -28,26 +27,16 @@ from .._messages import (
     Usage,
     UserMessage,
 )
-from .._model._stream import StreamEvent, StreamResult
+from .._model import ModelClient, StreamEvent, StreamResult
 from .._permissions import CanUseTool
 from .._tools import Tool
 from . import _recovery as rec
 from ._control import TurnControl
 from ._state import BlockFinished, QueryEvent, State, TextDelta, ThinkingDelta
 
-__all__ = ["Attempt", "ModelCaller", "Phase", "registered"]
+__all__ = ["Attempt", "ModelCaller", "Phase"]
 
 Phase: TypeAlias = Literal["streaming", "tools"]
-
-
-@contextmanager
-def registered(control: TurnControl, scope: trio.CancelScope) -> Generator[None]:
-    """While inside, ``control.abort()`` cancels *scope* (at once if already aborted)."""
-    control._enter_scope(scope)
-    try:
-        yield
-    finally:
-        control._exit_scope(scope)
 
 
 #: The result of a tool call not yet started when the answer ended with a refusal.
@@ -56,21 +45,12 @@ REFUSAL_SKIPPED = (
 )
 
 
-def _is_refusal(event: StreamEvent) -> bool:
-    """A ``message_delta`` saying the answer stops with ``refusal``: nothing queued
-    may start from now on (the earliest moment the loop can know)."""
-    if event.type != "message_delta":
-        return False
-    delta: object = event.data.get("delta")
-    return isinstance(delta, dict) and cast("dict[str, Any]", delta).get("stop_reason") == "refusal"
-
-
 @attrs.define(eq=False)
 class Attempt:
     """What one model call produced, whatever way it ended."""
 
     blocks: list[ContentBlock] = attrs.field(factory=list[ContentBlock])
-    start: dict[str, Any] | None = None
+    start: AssistantMessage | None = None
     result: StreamResult | None = None
     error: APIError | StreamError | None = None
     phase: Phase = "streaming"
@@ -89,23 +69,16 @@ class Attempt:
     def start_usage(self) -> Usage:
         """The usage the ``message_start`` event reported (the input of an answer cut
         short was billed all the same); zero without one."""
-        base: Mapping[str, Any] = (self.start or {}).get("message") or {}
-        data = base.get("usage")
-        if not isinstance(data, Mapping):
-            return Usage()
-        try:
-            return Usage.from_api(data)  # pyright: ignore[reportUnknownArgumentType]
-        except (TypeError, ValueError):
-            return Usage()
+        return self.start.usage if self.start is not None else Usage()
 
     def partial(self, model: str) -> AssistantMessage | None:
         """The finished blocks of an answer cut short, as a message; None if none."""
         if not self.blocks:
             return None
-        base: Mapping[str, Any] = (self.start or {}).get("message") or {}
+        start = self.start
         return AssistantMessage(
-            id=str(base.get("id") or "msg_interrupted"),
-            model=str(base.get("model") or model),
+            id=start.id if start is not None and start.id else "msg_interrupted",
+            model=start.model if start is not None and start.model else model,
             content=tuple(self.blocks),
             stop_reason=None,
             usage=self.start_usage(),
@@ -127,7 +100,7 @@ class Attempt:
 class ModelCaller:
     """Makes the model calls of one ``query``."""
 
-    client: Any
+    client: ModelClient
     tools: Sequence[Tool]
     system: Any
     can_use_tool: CanUseTool | None
@@ -143,7 +116,11 @@ class ModelCaller:
         turn_scope = trio.CancelScope()
         stream_scope = trio.CancelScope()
         executor: ToolExecutor | None = None
-        with registered(self.control, turn_scope), turn_scope:
+        with (
+            self.control.cancelling(turn_scope),
+            turn_scope,
+            self.control.interrupting() as attach_executor,
+        ):
             async with (
                 open_tool_executor(
                     self.tools,
@@ -155,21 +132,18 @@ class ModelCaller:
             ):
                 nursery.start_soon(self._forward_progress, executor)
                 nursery.start_soon(self._collect_results, executor, attempt)
-                self.control._attach(executor, stream_scope)
+                attach_executor(executor)
                 try:
-                    with stream_scope:
+                    with self.control.interrupting_stream(stream_scope), stream_scope:
                         await self._stream(state, executor, attempt)
                 except (APIError, StreamError) as exc:
                     attempt.error = exc
                     executor.discard()
-                finally:
-                    self.control._stream_done()
                 if attempt.error is None:
                     executor.finish()
                 if attempt.result is not None:
                     attempt.phase = "tools"
                     await self._send_answer(state, attempt)
-        self.control._detach()
         assert executor is not None
         attempt.drained = list(executor.drain())
         attempt.aborted = turn_scope.cancelled_caught
@@ -193,7 +167,7 @@ class ModelCaller:
         ) as items:
             async for item in items:
                 if isinstance(item, StreamEvent):
-                    if _is_refusal(item):
+                    if item.stop_reason == "refusal":
                         executor.skip_unstarted(REFUSAL_SKIPPED)
                     index = await self._on_event(item, attempt, index)
                 elif isinstance(item, AssistantMessage):
@@ -202,25 +176,20 @@ class ModelCaller:
                         if isinstance(block, ToolUseBlock):
                             executor.add_tool(block)
                         await self.send.send(BlockFinished(index, block))
-                elif isinstance(item, StreamResult):  # pragma: no branch
+                else:
                     attempt.result = item
                     if item.message.stop_reason == "refusal":
                         executor.skip_unstarted(REFUSAL_SKIPPED)
 
     async def _on_event(self, item: StreamEvent, attempt: Attempt, index: int) -> int:
-        data = item.data
         if item.type == "message_start":
-            attempt.start = data
+            attempt.start = item.start_message
         elif item.type == "content_block_stop":
-            return int(data.get("index", index))
-        elif item.type == "content_block_delta":
-            delta: Mapping[str, Any] = data.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                await self.send.send(TextDelta(str(delta.get("text", "")), int(data["index"])))
-            elif delta.get("type") == "thinking_delta":
-                await self.send.send(
-                    ThinkingDelta(str(delta.get("thinking", "")), int(data["index"]))
-                )
+            return item.index if item.index is not None else index
+        elif (text := item.text_delta) is not None:
+            await self.send.send(TextDelta(text, item.index or 0))
+        elif (thinking := item.thinking_delta) is not None:
+            await self.send.send(ThinkingDelta(thinking, item.index or 0))
         return index
 
     async def _send_answer(self, state: State, attempt: Attempt) -> None:

@@ -52,11 +52,12 @@ import trio
 from .._exceptions import OverloadedError, PromptTooLongError
 from .._executor._results import AbortReason
 from .._messages import AssistantMessage, Message, ToolUseBlock, UserMessage
+from .._model import ModelClient
 from .._permissions import CanUseTool
 from .._tools import Tool
 from . import _recovery as rec
 from ._control import TurnControl
-from ._model_call import Attempt, ModelCaller, Phase, registered
+from ._model_call import Attempt, ModelCaller, Phase
 from ._state import (
     Compacted,
     ModelFallback,
@@ -255,7 +256,7 @@ class _Loop:
     async def _compact(self, state: State) -> State | TurnEnd:
         assert self.compactor is not None
         scope = trio.CancelScope()
-        with registered(self.control, scope), scope:
+        with self.control.cancelling(scope), scope:
             try:
                 messages = tuple(await self.compactor(state.messages))
                 for message in messages:
@@ -275,7 +276,7 @@ class _Loop:
         """Run every stop hook on the history; the blocking messages joined, or None."""
         blocking: list[str] = []
         scope = trio.CancelScope()
-        with registered(self.control, scope), scope:
+        with self.control.cancelling(scope), scope:
             for hook in self.stop_hooks:
                 try:
                     result = await hook(state.messages)
@@ -329,7 +330,7 @@ def _aborted_reason(phase: Phase) -> TurnEndReason:
 
 @asynccontextmanager
 async def query(
-    client: Any,
+    client: ModelClient,
     messages: Sequence[Message],
     *,
     tools: Sequence[Tool],
@@ -360,8 +361,8 @@ async def query(
     does).
 
     Args:
-        client: an :class:`~trio_agent.AnthropicClient` (anything with its
-            ``stream(model=, messages=, max_tokens=, system=, tools=, **params)``).
+        client: a :class:`~trio_agent.ModelClient`, e.g. an
+            :class:`~trio_agent.AnthropicClient`.
         messages: the history, ending with the user's message; not modified.
         tools: the tools the model may call.
         system: the system prompt (a string or a list of blocks).

@@ -95,7 +95,7 @@ def merge_paused(paused: AssistantMessage | None, message: AssistantMessage) -> 
 
 
 def _go(state: State, reason: TransitionReason, **changes: object) -> State:
-    new = attrs.evolve(state, **changes)  # pyright: ignore[reportArgumentType]
+    new = attrs.evolve(state, **changes)
     return attrs.evolve(
         new, transition=Transition(reason, new.turn_count, new.model, new.effective_max_tokens)
     )

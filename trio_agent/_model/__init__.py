@@ -1,0 +1,19 @@
+"""Layer 1, the model: bytes from a model API in, stream items out.
+
+SSE parsing (:mod:`._sse`), the pure :class:`MessageAccumulator`, the retry policy,
+the stall meter, typed errors from answers, and :class:`AnthropicClient`; the
+layers above depend only on the :class:`ModelClient` protocol and the stream items.
+"""
+
+from ._accumulate import AccumulatorStatistics as AccumulatorStatistics
+from ._accumulate import MessageAccumulator as MessageAccumulator
+from ._accumulate import StreamLimits as StreamLimits
+from ._anthropic import DEFAULT_BASE_URL as DEFAULT_BASE_URL
+from ._anthropic import AnthropicClient as AnthropicClient
+from ._protocol import ModelClient as ModelClient
+from ._retry import RetryPolicy as RetryPolicy
+from ._sse import SSEParser as SSEParser
+from ._stream import StreamEvent as StreamEvent
+from ._stream import StreamItem as StreamItem
+from ._stream import StreamResult as StreamResult
+from ._stream import StreamStatistics as StreamStatistics

@@ -183,7 +183,7 @@ class MessageAccumulator:
             event: Any = strict_loads(data, "event data")
         except ValueError:
             raise StreamProtocolError(f"event data is not JSON: {excerpt(data)}") from None
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):  # pyright: ignore[reportUnknownMemberType]
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             raise StreamProtocolError(f"event is not an object with a type: {excerpt(data)}")
         return event  # pyright: ignore[reportUnknownVariableType]
 
@@ -243,7 +243,7 @@ class MessageAccumulator:
         data = event.get("message")
         if not isinstance(data, Mapping):
             raise _violation("message_start without a message object", event)
-        base = AssistantMessage.from_api(data)  # pyright: ignore[reportUnknownArgumentType]
+        base = AssistantMessage.from_api(data)
         for block in base.content:  # blocks already complete at the start (unusual)
             self._blocks.append(
                 Block(index=len(self._blocks), kind="fixed", start={}, stopped=True, final=block)
@@ -282,7 +282,7 @@ class MessageAccumulator:
         if len(self._blocks) >= self.limits.max_blocks:
             raise StreamLimitError(f"more than max_blocks={self.limits.max_blocks} content blocks")
         start = event.get("content_block")
-        if not isinstance(start, Mapping) or not isinstance(start.get("type"), str):  # pyright: ignore[reportUnknownMemberType]
+        if not isinstance(start, Mapping) or not isinstance(start.get("type"), str):
             raise _violation("content_block_start without a typed content_block", event)
         start_: Mapping[str, Any] = start  # pyright: ignore[reportUnknownVariableType]
         btype = start_["type"]
@@ -293,7 +293,7 @@ class MessageAccumulator:
             if citations is not None:
                 if not isinstance(citations, list):
                     raise _violation("text block citations must be a list", event)
-                block.citations = list(citations)  # pyright: ignore[reportUnknownArgumentType]
+                block.citations = list(citations)
         elif btype == "thinking":
             block.kind = "thinking"
             signature = start_.get("signature")
@@ -319,7 +319,7 @@ class MessageAccumulator:
     ) -> list[ContentBlock | AssistantMessage]:
         block = self._open_block(event, "content_block_delta")
         delta = event.get("delta")
-        if not isinstance(delta, Mapping) or not isinstance(delta.get("type"), str):  # pyright: ignore[reportUnknownMemberType]
+        if not isinstance(delta, Mapping) or not isinstance(delta.get("type"), str):
             raise _violation("content_block_delta without a typed delta", event)
         delta_: Mapping[str, Any] = delta  # pyright: ignore[reportUnknownVariableType]
         dtype = delta_["type"]
@@ -337,7 +337,7 @@ class MessageAccumulator:
                 raise _violation("citations_delta without a citation object", event)
             if block.citations is None:
                 block.citations = []
-            block.citations.append(citation)  # pyright: ignore[reportUnknownArgumentType]
+            block.citations.append(citation)
             return []
         field = DELTA_FIELD[dtype]
         value = delta_.get(field)
@@ -415,7 +415,7 @@ class MessageAccumulator:
         if usage is not None:
             if not isinstance(usage, Mapping):
                 raise _violation("message_delta usage must be an object", event)
-            self._usage = self._usage.merge_delta(usage)  # pyright: ignore[reportUnknownArgumentType]
+            self._usage = self._usage.merge_delta(usage)
         return []
 
     def _message_stop(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:

@@ -67,7 +67,7 @@ def _message_param(message: Any) -> dict[str, Any]:
     if isinstance(message, (UserMessage, AssistantMessage)):
         return message.to_param()
     if isinstance(message, Mapping):
-        return dict(message)  # pyright: ignore[reportUnknownArgumentType]
+        return dict(message)
     raise TypeError(f"a message must be a UserMessage, AssistantMessage or dict, not {message!r}")
 
 
@@ -75,7 +75,7 @@ def _tool_param(tool: Any) -> dict[str, Any]:
     if isinstance(tool, Tool):
         return tool.to_api()
     if isinstance(tool, Mapping):
-        return dict(tool)  # pyright: ignore[reportUnknownArgumentType]
+        return dict(tool)
     raise TypeError(f"a tool must be a Tool or dict, not {tool!r}")
 
 
@@ -226,7 +226,7 @@ class AnthropicClient:
             started = trio.current_time()
             retries = 0
             while True:
-                attempt = _Attempt(self, http, body, started)
+                attempt = _Attempt(self, self._headers(), http, body, started)
                 try:
                     async with contextlib.AsyncExitStack() as attempt_stack:
                         await attempt.open(attempt_stack)
@@ -268,9 +268,15 @@ class _Attempt:
     """One HTTP request of a stream: open it, then turn its events into items."""
 
     def __init__(
-        self, client: AnthropicClient, http: httpx.AsyncClient, body: dict[str, Any], started: float
+        self,
+        client: AnthropicClient,
+        headers: dict[str, str],
+        http: httpx.AsyncClient,
+        body: dict[str, Any],
+        started: float,
     ) -> None:
         self.client = client
+        self.headers = headers
         self.http = http
         self.body = body
         self.started = started
@@ -292,7 +298,7 @@ class _Attempt:
         """Send the request; check the answer; leave its body ready to read."""
         client = self.client
         source: EventSource | None = None
-        headers = {**client._headers(), "accept-encoding": "identity"}
+        headers = {**self.headers, "accept-encoding": "identity"}
         with trio.move_on_after(client.idle_timeout):
             try:
                 source = await stack.enter_async_context(

@@ -27,15 +27,55 @@ class StreamEvent:
     data: dict[str, Any]
 
     @property
-    def text_delta(self) -> str | None:
-        """The text of a ``text_delta`` event, else None (a convenience for UIs)."""
+    def index(self) -> int | None:
+        """The content block index of a ``content_block_*`` event, else None."""
+        index = self.data.get("index")
+        return index if type(index) is int else None
+
+    def _delta(self, kind: str, field: str) -> str | None:
         if self.type != "content_block_delta":
             return None
         delta = self.data.get("delta")
-        if isinstance(delta, dict) and delta.get("type") == "text_delta":  # pyright: ignore[reportUnknownMemberType]
-            text = delta.get("text")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if isinstance(delta, dict) and delta.get("type") == kind:
+            text = delta.get(field)  # pyright: ignore[reportUnknownVariableType]
             return text if isinstance(text, str) else None
         return None
+
+    @property
+    def text_delta(self) -> str | None:
+        """The text of a ``text_delta`` event, else None (a convenience for UIs)."""
+        return self._delta("text_delta", "text")
+
+    @property
+    def thinking_delta(self) -> str | None:
+        """The text of a ``thinking_delta`` event, else None."""
+        return self._delta("thinking_delta", "thinking")
+
+    @property
+    def stop_reason(self) -> str | None:
+        """The ``stop_reason`` a ``message_delta`` event announces, else None (the
+        earliest moment a consumer can know how the answer ends)."""
+        if self.type != "message_delta":
+            return None
+        delta = self.data.get("delta")
+        if isinstance(delta, dict):
+            reason = delta.get("stop_reason")  # pyright: ignore[reportUnknownVariableType]
+            return reason if isinstance(reason, str) else None
+        return None
+
+    @property
+    def start_message(self) -> AssistantMessage | None:
+        """The message a ``message_start`` event opens (id, model, usage; no content
+        yet), else None."""
+        if self.type != "message_start":
+            return None
+        message = self.data.get("message")
+        if not isinstance(message, dict):
+            return None
+        try:
+            return AssistantMessage.from_api({**message, "content": []})
+        except (TypeError, ValueError, KeyError):
+            return None
 
 
 @attrs.frozen

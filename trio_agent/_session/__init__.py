@@ -1,0 +1,9 @@
+"""Layer 4, the session: a conversation's history, its JSONL transcript, usage
+and cost totals, interrupt and abort (:class:`Session`)."""
+
+from ._session import Session as Session
+from ._session import estimate_cost as estimate_cost
+from ._transcript import Transcript as Transcript
+from ._transcript import TranscriptWriter as TranscriptWriter
+from ._transcript import read_transcript as read_transcript
+from ._transcript import repair_history as repair_history

@@ -21,10 +21,9 @@ from typing import Any, final
 import attrs
 import trio
 
-from .._loop._control import TurnControl
-from .._loop._query import query
-from .._loop._state import Compacted, QueryEvent, TurnEnd
+from .._loop import Compacted, Compactor, QueryEvent, StopHook, TurnControl, TurnEnd, query
 from .._messages import AssistantMessage, ContentBlock, Message, Usage, UserMessage
+from .._model import ModelClient
 from .._permissions import CanUseTool
 from .._tools import Tool
 from ._transcript import TranscriptWriter, read_transcript, repair_history
@@ -62,6 +61,10 @@ def _tools(value: Sequence[Tool]) -> tuple[Tool, ...]:
     return tuple(value)
 
 
+def _hooks(value: Sequence[StopHook]) -> tuple[StopHook, ...]:
+    return tuple(value)
+
+
 @final
 @attrs.define(eq=False)
 class Session:
@@ -78,12 +81,15 @@ class Session:
         max_tokens: output tokens per model call.
         fallback_model: the model to switch to after repeated overload errors.
         max_turns: model calls per submitted prompt, at most.
-        query_options: more keyword arguments for :func:`trio_agent.query`
-            (``stop_hooks``, ``compactor``, ``max_tool_concurrency``...).
+        stop_hooks: run when the model ends an answer; one may make it go on
+            (see :func:`trio_agent.query`).
+        compactor: run once when the prompt is too long.
+        max_tool_concurrency: at most this many tools at once.
+        params: more Messages API parameters (``temperature``, ``thinking``...).
         messages: the history to start from (see :meth:`resume`).
     """
 
-    client: Any
+    client: ModelClient
     tools: Sequence[Tool] = attrs.field(converter=_tools)
     model: str = attrs.field(kw_only=True)
     system: Any = attrs.field(default=None, kw_only=True)
@@ -92,7 +98,10 @@ class Session:
     max_tokens: int = attrs.field(default=8192, kw_only=True)
     fallback_model: str | None = attrs.field(default=None, kw_only=True)
     max_turns: int | None = attrs.field(default=None, kw_only=True)
-    query_options: Mapping[str, Any] = attrs.field(factory=dict[str, Any], kw_only=True)
+    stop_hooks: Sequence[StopHook] = attrs.field(default=(), kw_only=True, converter=_hooks)
+    compactor: Compactor | None = attrs.field(default=None, kw_only=True)
+    max_tool_concurrency: int = attrs.field(default=10, kw_only=True)
+    params: Mapping[str, Any] = attrs.field(factory=dict[str, Any], kw_only=True)
     _messages: list[Message] = attrs.field(factory=list[Message], kw_only=True, alias="messages")
     _usage: Usage = attrs.field(factory=Usage, init=False)
     _turn_usage: Usage = attrs.field(factory=Usage, init=False)
@@ -256,8 +265,11 @@ class Session:
                 can_use_tool=self.can_use_tool,
                 max_turns=self.max_turns,
                 fallback_model=self.fallback_model,
+                stop_hooks=self.stop_hooks,
+                compactor=self.compactor,
+                max_tool_concurrency=self.max_tool_concurrency,
                 control=control,
-                **self.query_options,
+                **self.params,
             ) as events,
             _observed(events, self._on_event) as observed,
         ):

@@ -201,7 +201,7 @@ def _record_message(record: Mapping[str, Any], lineno: int, raw: bytes) -> Messa
     if not isinstance(data, Mapping):
         raise TranscriptError(f"line {lineno}: {kind} line without a message: {excerpt(raw)}")
     try:
-        message = message_from_api(data)  # pyright: ignore[reportUnknownArgumentType]
+        message = message_from_api(data)
     except (TrioAgentError, RecursionError, ValueError) as exc:
         raise TranscriptError(f"line {lineno}: bad message: {exc}") from exc
     if (kind == "user") != isinstance(message, UserMessage):
@@ -218,7 +218,7 @@ def _history(record: Mapping[str, Any], lineno: int, raw: bytes) -> list[Message
         if not isinstance(item, Mapping):
             raise TranscriptError(f"line {lineno}: a history entry is not an object")
         try:
-            out.append(message_from_api(item))  # pyright: ignore[reportUnknownArgumentType]
+            out.append(message_from_api(item))
         except (TrioAgentError, RecursionError, ValueError) as exc:
             raise TranscriptError(f"line {lineno}: bad message: {exc}") from exc
     return out
