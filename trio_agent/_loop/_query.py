@@ -50,7 +50,7 @@ import attrs
 import trio
 
 from .._exceptions import OverloadedError, PromptTooLongError
-from .._executor._results import AbortReason
+from .._executor import AbortReason
 from .._messages import AssistantMessage, Message, ToolUseBlock, UserMessage
 from .._permissions import CanUseTool
 from .._tools import Tool

@@ -13,7 +13,7 @@ from typing import TypeAlias
 
 import attrs
 
-from .._executor._results import ToolFinished, ToolProgress, ToolResult
+from .._executor import ToolFinished, ToolProgress, ToolResult
 from .._messages import AssistantMessage, ContentBlock, Message, ToolUseBlock, Usage, UserMessage
 
 __all__ = [
