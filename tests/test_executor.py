@@ -282,7 +282,7 @@ async def test_unknown_tool_is_answered_at_once(autojump_clock: trio.testing.Moc
         executor.finish()
         (result,) = [r async for r in executor.results]
     assert result == ToolResult(
-        "toolu_1", "Error: No such tool: Rread. Available tools: Bash, Read", True, None, False
+        "toolu_1", "Error: No such tool: Rread. Available tools: Bash, Read", is_error=True
     )
     assert result.to_block() == ToolResultBlock("toolu_1", result.content, is_error=True)
 
@@ -305,7 +305,7 @@ async def test_failing_tools_give_error_results(
         executor.add_tool(call(1, "T", "x"))
         executor.finish()
         (result,) = [r async for r in executor.results]
-    assert result == ToolResult("toolu_1", content, True, None, True)
+    assert result == ToolResult("toolu_1", content, is_error=True, started=True)
 
 
 async def test_raise_without_message_and_list_of_blocks() -> None:
@@ -329,7 +329,9 @@ async def test_raise_without_message_and_list_of_blocks() -> None:
         executor.finish()
         got = [r async for r in executor.results]
     assert got[0].content == "Error: Bare raised KeyError"
-    assert got[1] == ToolResult("toolu_1", (TextBlock("a"), TextBlock("b")), False, None, True)
+    assert got[1] == ToolResult(
+        "toolu_1", (TextBlock("a"), TextBlock("b")), is_error=False, started=True
+    )
     assert got[2].is_error
     assert "BadList returned list" in str(got[2].content)
 
@@ -366,13 +368,16 @@ async def test_sibling_error_cancels_the_batch_but_not_the_turn(
     assert results[0] == ToolResult(
         "toolu_1",
         f"{culprit} It was stopped while running and may have partly completed.",
-        True,
-        AbortReason.SIBLING_ERROR,
-        True,
+        is_error=True,
+        abort_reason=AbortReason.SIBLING_ERROR,
+        started=True,
     )
     for r in results[2:]:
         assert r == ToolResult(
-            r.tool_use_id, f"{culprit} It was not run.", True, AbortReason.SIBLING_ERROR, False
+            r.tool_use_id,
+            f"{culprit} It was not run.",
+            is_error=True,
+            abort_reason=AbortReason.SIBLING_ERROR,
         )
     assert [t for t, _ in got] == [2, 2, 2, 2]  # read after the sleep
     assert executor.statistics().finished == 4
@@ -406,8 +411,8 @@ async def test_denied_cascading_tool_does_not_cancel_siblings(
         executor.finish()
         got = [r async for r in executor.results]
     assert got == [
-        ToolResult("toolu_1", "Read ok", False, None, True),
-        ToolResult("toolu_2", "no bash", True, None, False),
+        ToolResult("toolu_1", "Read ok", is_error=False, started=True),
+        ToolResult("toolu_2", "no bash", is_error=True),
     ]
 
 
@@ -517,7 +522,7 @@ async def test_interrupt_cancels_only_cancel_tools(autojump_clock: trio.testing.
     by_id = {r.tool_use_id: (t, r) for t, r in got}
     assert by_id["toolu_1"][1].abort_reason is AbortReason.INTERRUPT
     assert by_id["toolu_1"][1].started
-    assert by_id["toolu_2"] == (10, ToolResult("toolu_2", "r ok", False, None, True))
+    assert by_id["toolu_2"] == (10, ToolResult("toolu_2", "r ok", is_error=False, started=True))
     for i in (3, 4):
         r = by_id[f"toolu_{i}"][1]
         assert r.abort_reason is AbortReason.INTERRUPT
@@ -558,8 +563,8 @@ async def test_permission_allow_with_updated_input_and_deny(
         ("toolu_3", {"cmd": "bad"}),
     ]
     assert log.starts() == {"LS": 1}
-    assert got[0] == (2, ToolResult("toolu_1", "LS ok", False, None, True))
-    assert got[1] == (3, ToolResult("toolu_2", "not that", True, None, False))
+    assert got[0] == (2, ToolResult("toolu_1", "LS ok", is_error=False, started=True))
+    assert got[1] == (3, ToolResult("toolu_2", "not that", is_error=True))
     assert got[2][1].content == "InputValidationError: Bash: n: 'oops' is not of type 'integer'"
 
 
@@ -597,7 +602,7 @@ async def test_reject_escalates_to_the_turn(autojump_clock: trio.testing.MockClo
     assert trio.current_time() == 1
     r1, r2, r3 = ex.drain()
     assert r2 == ToolResult(
-        "toolu_2", "The user said no.", True, AbortReason.PERMISSION_REJECTED, False
+        "toolu_2", "The user said no.", is_error=True, abort_reason=AbortReason.PERMISSION_REJECTED
     )
     for r in (r1, r3):
         assert r.abort_reason is AbortReason.PERMISSION_REJECTED
@@ -671,7 +676,7 @@ async def test_discard_keeps_finished_results_for_drain(
         executor.add_tool(call(1, "Read"))
         await trio.sleep(5)
         executor.discard()
-    assert executor.drain() == [ToolResult("toolu_1", "Read ok", False, None, True)]
+    assert executor.drain() == [ToolResult("toolu_1", "Read ok", is_error=False, started=True)]
 
 
 # -- skip_unstarted (a refusal) ----------------------------------------------------------------
@@ -694,12 +699,12 @@ async def test_skip_unstarted_answers_queued_calls_and_leaves_running_ones(
         got = await collect(executor)
     assert log.starts() == {"w1": 0, "r4": 2}
     assert log.ends() == {"w1": 2, "r4": 3}
-    skipped = ToolResult("toolu_2", "Not run: refused.", True, None, False)
+    skipped = ToolResult("toolu_2", "Not run: refused.", is_error=True)
     assert [r for _, r in got] == [
-        ToolResult("toolu_1", "w1 ok", False, None, True),
+        ToolResult("toolu_1", "w1 ok", is_error=False, started=True),
         skipped,
         attrs.evolve(skipped, tool_use_id="toolu_3"),
-        ToolResult("toolu_4", "r4 ok", False, None, True),
+        ToolResult("toolu_4", "r4 ok", is_error=False, started=True),
     ]
     assert [t for t, _ in got] == [2, 2, 2, 3]  # in add order: w1 first
 
@@ -729,7 +734,7 @@ async def test_skip_unstarted_stops_a_call_waiting_for_permission(
         with trio.testing.assert_checkpoints():
             got = await executor.results.receive()
         assert trio.current_time() == 1
-    assert got == ToolResult("toolu_1", "Not run.", True, None, False)
+    assert got == ToolResult("toolu_1", "Not run.", is_error=True)
     assert asked == ["toolu_1", "toolu_1 cancelled"]
     assert log.events == []
     assert executor.drain() == []
@@ -922,7 +927,7 @@ async def test_progress_after_the_result_is_dropped(autojump_clock: trio.testing
 
 
 def test_summaries_are_short() -> None:
-    from trio_agent._executor._results import summarize_call
+    from trio_agent._executor import summarize_call
 
     assert summarize_call("Bash", {"command": "mkdir x"}) == "Bash(mkdir x)"
     assert summarize_call("T", {"n": 3, "m": "s"}) == "T(s)"
@@ -984,7 +989,7 @@ async def test_a_tool_turning_its_cancellation_into_an_error_does_not_cascade(
         ex.finish()
         got = [r async for r in ex.results]
     assert got[0].abort_reason is AbortReason.INTERRUPT
-    assert got[1] == ToolResult("toolu_2", "Read ok", False, None, True)
+    assert got[1] == ToolResult("toolu_2", "Read ok", is_error=False, started=True)
 
 
 async def test_two_cascading_failures_at_once_blame_the_first(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 
 from trio_agent import AbortReason, ToolFinished, ToolResult
-from trio_agent._executor._executor import ToolExecutor
+from trio_agent._executor import ToolExecutor
 from trio_agent.testing import (
     InvariantViolation,
     ScenarioCall,
@@ -68,7 +68,7 @@ def test_a_trace_records_what_happened() -> None:
         # The two consumers wake together: either may record first.
         assert sorted(kinds_of_call[3:]) == ["delivered", "finished"]
     assert trace.result(3) == ToolResult(
-        "toolu_003", "Error: tool_3 raised RuntimeError: tool 3 failed", True, None, True
+        "toolu_003", "Error: tool_3 raised RuntimeError: tool 3 failed", is_error=True, started=True
     )
     assert trace.tool_tasks == 4
     assert trace.leaked_tasks == ()

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import trio_agent
 from trio_agent import AbortReason, Allow, Deny, ToolContext, ToolOutput, ToolResult, ToolUseBlock
-from trio_agent._executor._executor import ToolExecutor
+from trio_agent._executor import ToolExecutor
 from trio_agent.testing import (
     InvariantViolation,
     ScenarioError,

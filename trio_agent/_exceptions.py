@@ -57,10 +57,25 @@ __all__ = [
     "TranscriptError",
     "TrioAgentError",
     "WorkspaceError",
+    "unwrap_single",
 ]
 
 #: Longest excerpt of offending input an exception message carries.
 EXCERPT_LIMIT = 200
+
+
+def unwrap_single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one exception inside *group*, however deeply nested; None if it holds more.
+
+    For a nursery that is an implementation detail: a single error is raised as
+    itself, several stay a group (trio-websocket's ``open_websocket`` does the same).
+    """
+    if len(group.exceptions) != 1:
+        return None
+    only: BaseException = group.exceptions[0]
+    if isinstance(only, BaseExceptionGroup):
+        return unwrap_single(only)
+    return only
 
 
 def excerpt(text: str | bytes, limit: int = EXCERPT_LIMIT) -> str:

@@ -312,7 +312,7 @@ async def run_prompt(
 
 def print_event(event: object, out: IO[str], *, as_json: bool = False) -> None:
     """Print one loop event: NDJSON, or text as it streams and tool calls and results."""
-    from .._executor._results import ToolProgress
+    from .._executor import ToolProgress
     from .._loop import ModelFallback, TextDelta
 
     if as_json:

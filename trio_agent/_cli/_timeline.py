@@ -19,39 +19,26 @@ after the other.)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from .._executor._results import ToolFinished, ToolProgress, ToolResult
+from .._executor import ToolFinished, ToolProgress, ToolResult, summarize_call
 from .._loop import BlockFinished, TextDelta, Transition, TurnEnd
 from .._messages import AssistantMessage, ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from .._tools import Tool, ToolContext, ToolReturn
 
-__all__ = ["ModelCall", "ToolRow", "ToolState", "TurnRecorder", "describe_call", "instrument"]
+__all__ = ["ModelCall", "ToolRow", "ToolState", "TurnRecorder", "instrument"]
 
 ToolState: TypeAlias = Literal["queued", "executing", "done", "error", "cancelled"]
 
 _SUMMARY = 48
 
 
-def describe_call(name: str, input: Mapping[str, Any]) -> str:
-    """``Read(README.md)``: a tool call in a few words."""
-    text = ""
-    for value in input.values():
-        text = value if isinstance(value, str) else json.dumps(value, default=str)
-        break
-    text = " ".join(text.split())
-    if len(text) > _SUMMARY:
-        text = text[: _SUMMARY - 1] + "…"
-    return f"{name}({text})"
-
-
 def _describe_block(block: ContentBlock) -> str:
     if isinstance(block, ToolUseBlock):
-        return describe_call(block.name, block.input)
+        return summarize_call(block.name, block.input, limit=_SUMMARY)
     if isinstance(block, TextBlock):
         return f"text ({len(block.text)} chars)"
     if isinstance(block, ThinkingBlock):
@@ -120,7 +107,11 @@ class TurnRecorder:
         row = self.tools.get(tool_use_id)
         if row is None:
             row = self.tools[tool_use_id] = ToolRow(
-                tool_use_id, name, describe_call(name, input), self.current.index, self.now()
+                tool_use_id,
+                name,
+                summarize_call(name, input, limit=_SUMMARY),
+                self.current.index,
+                self.now(),
             )
             self.current.tool_ids.append(tool_use_id)
         return row

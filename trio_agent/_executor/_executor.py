@@ -7,36 +7,76 @@ Structure (DESIGN.md, Layer 2)::
            ├─ tool scope (one per call)    sibling_error · interrupt · streaming_fallback
            └─ ...
 
-:func:`open_tool_executor` (here) owns the batch scope; the bookkeeping is the
-synchronous :class:`ToolExecutor` (:mod:`._tool_executor`), and what each tool's
-task does is in :mod:`._tool_task`.
+:func:`open_tool_executor` returns a class-based async context manager (like
+trio's ``NurseryManager``: no generator frames in every traceback) that opens the
+batch scope and builds the :class:`ToolExecutor` with it; the executor has no
+public constructor, so no half-built one is ever seen. The bookkeeping is
+synchronous (it happens in ``add_tool``, ``interrupt``, ``discard`` and when a
+tool task ends), so a synthetic result never needs an ``await`` and exists even
+when the turn scope was cancelled; what each tool's task does is in
+:mod:`._call`. "Why didn't my tool start?": ``ToolExecutor._pump`` decides, and
+logs each decision on the ``trio_agent.executor`` logger at DEBUG level.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterable
-from contextlib import asynccontextmanager
-from typing import Any
+import contextlib
+import logging
+import math
+from collections import deque
+from collections.abc import Callable, Iterable
+from functools import partial
+from types import TracebackType
+from typing import Any, NoReturn, TypeVar, final
 
+import attrs
 import trio
 
+from .._exceptions import ExecutorClosedError, ToolDefinitionError, unwrap_single
+from .._messages import ToolUseBlock
 from .._permissions import CanUseTool
 from .._tools import Tool
-from ._tool_executor import TOOL_TASK_PREFIX as TOOL_TASK_PREFIX
-from ._tool_executor import ToolExecutor as ToolExecutor
+from ._call import Call, CallState, Rejected, check_input, execute
+from ._results import (
+    AbortReason,
+    ExecutorStatistics,
+    ToolFinished,
+    ToolProgress,
+    ToolResult,
+    aborted_message,
+    unknown_tool_message,
+)
 
 __all__ = ["TOOL_TASK_PREFIX", "ToolExecutor", "open_tool_executor"]
 
+logger = logging.getLogger("trio_agent.executor")
 
-@asynccontextmanager
-async def open_tool_executor(
+#: Every tool task's name starts with this (the harness counts them).
+TOOL_TASK_PREFIX = "trio_agent tool"
+
+_T = TypeVar("_T")
+
+
+class NoPublicConstructor(type):
+    """A metaclass whose classes cannot be called: only ``Cls._create(...)`` builds
+    one (trio's ``NoPublicConstructor``), so users never hold a half-built object.
+    """
+
+    def __call__(cls, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(f"{cls.__module__}.{cls.__qualname__} has no public constructor")
+
+    def _create(cls: type[_T], *args: Any, **kwargs: Any) -> _T:
+        return super().__call__(*args, **kwargs)
+
+
+def open_tool_executor(
     tools: Iterable[Tool],
     *,
     turn_scope: trio.CancelScope | None = None,
     can_use_tool: CanUseTool | None = None,
     max_concurrency: int = 10,
     context: Any = None,
-) -> AsyncGenerator[ToolExecutor, None]:
+) -> _ExecutorManager:
     """Open a streaming tool executor: tools start while the model still streams.
 
     Args:
@@ -71,38 +111,596 @@ async def open_tool_executor(
         for result in executor.drain():            # what was not received
             send_back(result.to_block())
     """
-    executor = ToolExecutor(
+    return _ExecutorManager(
         tools,
         turn_scope=turn_scope,
         can_use_tool=can_use_tool,
         max_concurrency=max_concurrency,
         context=context,
     )
-    body_exc: BaseException | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            executor._nursery = nursery  # pyright: ignore[reportPrivateUsage]
+
+
+@attrs.define(eq=False)
+class _Hooks:
+    """What the manager may do to the executor it built; the executor fills it in."""
+
+    body_ended: Callable[[BaseException | None], None] = attrs.field(init=False)
+    close: Callable[[BaseException | None], None] = attrs.field(init=False)
+
+
+@final
+class _ExecutorManager:
+    """``async with open_tool_executor(...)``: the batch scope and its executor."""
+
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        *,
+        turn_scope: trio.CancelScope | None,
+        can_use_tool: CanUseTool | None,
+        max_concurrency: int,
+        context: Any,
+    ) -> None:
+        self._tools = tools
+        self._turn_scope = turn_scope
+        self._can_use_tool = can_use_tool
+        self._max_concurrency = max_concurrency
+        self._context = context
+        self._hooks = _Hooks()
+        self._nursery_manager = trio.open_nursery()
+
+    async def __aenter__(self) -> ToolExecutor:
+        # Check the arguments before opening the nursery: an error here is raised
+        # as itself, not wrapped in the nursery's group.
+        tools = _tools_by_name(self._tools)
+        if isinstance(self._max_concurrency, bool) or not isinstance(self._max_concurrency, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError("max_concurrency must be an int")
+        if self._max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, not {self._max_concurrency}")
+        nursery = await self._nursery_manager.__aenter__()
+        # The one place that builds an executor (trio's NurseryManager does the same).
+        return ToolExecutor._create(  # pyright: ignore[reportPrivateUsage]
+            nursery,
+            tools,
+            turn_scope=self._turn_scope,
+            can_use_tool=self._can_use_tool,
+            max_concurrency=self._max_concurrency,
+            context=self._context,
+            hooks=self._hooks,
+        )
+
+    async def __aexit__(
+        self,
+        etype: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        hooks = self._hooks
+        try:
+            hooks.body_ended(exc)
+            return bool(await self._nursery_manager.__aexit__(etype, exc, tb))
+        except BaseExceptionGroup as group:
+            # Tool tasks never raise anything but Cancelled, so this nursery is an
+            # implementation detail: give back the body's own exception, or the
+            # single Cancelled, rather than a group.
+            _cancelled, rest = group.split(trio.Cancelled)
+            if rest is None:
+                if isinstance(exc, trio.Cancelled):
+                    return False  # the body's own Cancelled propagates as itself
+                raise unwrap_single(group) or group  # noqa: B904
+            if exc is not None and rest.split(lambda e: e is exc)[1] is None:
+                return False  # only the body's exception: it propagates as itself
+            raise
+        finally:
+            hooks.close(exc)
+
+
+def _tools_by_name(tools: Iterable[Tool]) -> dict[str, Tool]:
+    by_name: dict[str, Tool] = {}
+    for t in tools:
+        if not isinstance(t, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"tools must be Tool values, not {type(t).__name__}")
+        if t.name in by_name:
+            raise ToolDefinitionError(f"two tools are named {t.name!r}")
+        by_name[t.name] = t
+    return by_name
+
+
+@final
+class _ResultChannel(trio.abc.ReceiveChannel[ToolResult]):
+    """Receives the executor's results in ``add_tool`` order.
+
+    ``receive()`` raises :exc:`trio.EndOfChannel` once every result has been
+    received after ``finish()``, or at once after ``discard()`` (what was not
+    received is left for ``drain()``).
+    """
+
+    def __init__(self) -> None:
+        self._buffer: deque[ToolResult] = deque()
+        self._lot = trio.lowlevel.ParkingLot()
+        self._ended = False  # no result will be pushed any more
+        self._cut = False  # receivers get EndOfChannel even with results buffered
+        self._closed = False  # aclose() was called on this end
+
+    def push_many(self, results: list[ToolResult]) -> None:
+        """Push several results, waking the receiver once."""
+        self._buffer.extend(results)
+        self._lot.unpark()
+
+    def end(self, *, cut: bool = False) -> None:
+        self._ended = True
+        self._cut = self._cut or cut
+        self._lot.unpark_all()
+
+    def take_all(self) -> list[ToolResult]:
+        items = list(self._buffer)
+        self._buffer.clear()
+        return items
+
+    def _ready(self) -> bool:
+        return bool(self._buffer) and not self._cut
+
+    def _over(self) -> bool:
+        return self._cut or (self._ended and not self._buffer)
+
+    async def receive(self) -> ToolResult:
+        """The next result in ``add_tool`` order, waiting for it if needed.
+
+        Raises:
+            trio.EndOfChannel: no result will come any more.
+            trio.ClosedResourceError: this channel was closed with ``aclose()``.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._closed:
+            raise trio.ClosedResourceError("the results channel was closed")
+        if self._ready() or self._over():
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        else:
+            while not (self._ready() or self._over()):
+                await self._lot.park()
+                if self._closed:
+                    raise trio.ClosedResourceError("the results channel was closed")
+        if self._ready():
+            return self._buffer.popleft()
+        raise trio.EndOfChannel
+
+    async def aclose(self) -> None:
+        """Stop receiving; results not received stay available to ``drain()``."""
+        self._closed = True
+        self._lot.unpark_all()
+        await trio.lowlevel.checkpoint()
+
+
+@final
+class ToolExecutor(metaclass=NoPublicConstructor):
+    """Runs tool calls as they are added; made by :func:`open_tool_executor`.
+
+    Every call added gets exactly one :class:`ToolResult`, delivered on
+    :attr:`results` in ``add_tool`` order, or returned by :meth:`drain` after the
+    ``async with`` block.
+    """
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        tools: dict[str, Tool],
+        *,
+        turn_scope: trio.CancelScope | None,
+        can_use_tool: CanUseTool | None,
+        max_concurrency: int,
+        context: Any,
+        hooks: _Hooks,
+    ) -> None:
+        self._nursery = nursery
+        self._tools = tools
+        self._turn_scope = turn_scope
+        self._can_use_tool = can_use_tool
+        self._max_concurrency = max_concurrency
+        self._context = context
+        hooks.body_ended = self._body_ended
+        hooks.close = self._close
+
+        self._calls: list[Call] = []
+        self._ids: set[str] = set()
+        # Queued calls in add order. Only the head can ever start (a safe call
+        # waits only for the cap, like every call after it; a non-safe one holds
+        # back the rest), so this is a FIFO; a call answered while queued stays
+        # here until it reaches the head (no O(n) removal).
+        self._queue: deque[Call] = deque()
+        self._slots = 0  # tool tasks alive
+        self._unsafe_slots = 0
+        self._peak = 0
+        self._counts = {"queued": 0, "executing": 0, "finished": 0}
+        self._delivered = 0  # calls[:_delivered] are pushed to the results channel
+
+        self._adding_closed = False  # finish() or discard() was called
+        self._discarded = False
+        self._exited = False
+        self._interrupted = False
+        # A sticky abort: every unfinished call, and every call added later, gets it.
+        self._abort: tuple[AbortReason, str | None] | None = None
+
+        self._results = _ResultChannel()
+        send, receive = trio.open_memory_channel[ToolProgress | ToolFinished](math.inf)
+        self._progress_send: trio.MemorySendChannel[ToolProgress | ToolFinished] = send
+        self._progress_receive: trio.MemoryReceiveChannel[ToolProgress | ToolFinished] = receive
+
+    @property
+    def results(self) -> trio.abc.ReceiveChannel[ToolResult]:
+        """Results in ``add_tool`` order; ends after ``finish()`` once all are in."""
+        return self._results
+
+    @property
+    def progress(self) -> trio.abc.ReceiveChannel[ToolProgress | ToolFinished]:
+        """Progress reports and a :class:`ToolFinished` per call, as they happen.
+
+        Unbounded: a tool reporting progress never waits. Items nobody reads stay
+        in memory until the executor is dropped, so read this channel (or
+        ``aclose()`` it: later items are then discarded) when tools report a lot.
+        """
+        return self._progress_receive
+
+    @property
+    def context(self) -> Any:
+        """The shared context, after the context modifiers of the non-safe tools
+        that have finished, applied in tool order."""
+        return self._context
+
+    def statistics(self) -> ExecutorStatistics:
+        """How many calls are queued, executing and finished, and the peak
+        number of tools that ran at once."""
+        return ExecutorStatistics(
+            queued=self._counts["queued"],
+            executing=self._counts["executing"],
+            finished=self._counts["finished"],
+            peak_concurrency=self._peak,
+        )
+
+    def add_tool(self, block: ToolUseBlock) -> None:
+        """Add one ``tool_use`` block; it starts at once if it may.
+
+        Synchronous and never blocks. An unknown tool is answered at once with an
+        error naming the known tools.
+
+        Raises:
+            ExecutorClosedError: after ``finish()``, ``discard()`` or the block's end.
+            TypeError: *block* is not a :class:`ToolUseBlock`.
+            ValueError: a call with the same id was already added.
+        """
+        if not isinstance(block, ToolUseBlock):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"add_tool() takes a ToolUseBlock, not {type(block).__name__}")
+        if self._adding_closed or self._exited:
+            why = "discard()" if self._discarded else "finish()"
+            raise ExecutorClosedError(f"cannot add tool {block.name!r} ({block.id}) after {why}")
+        if block.id in self._ids:
+            raise ValueError(f"tool_use id {block.id!r} was already added")
+        self._ids.add(block.id)
+        self._notice_turn_cancelled()
+
+        tool = self._tools.get(block.name)
+        if tool is None:
+            call = self._new_call(block, None, safe=False, input_error=None)
+            self._finish(
+                call,
+                ToolResult(
+                    block.id, unknown_tool_message(block.name, list(self._tools)), is_error=True
+                ),
+            )
+            return
+        error, safe = check_input(tool, block)
+        call = self._new_call(block, tool, safe=safe, input_error=error)
+        if self._abort is not None:
+            self._abort_call(call, *self._abort)
+        elif self._interrupted and tool.interrupt_behavior == "cancel":
+            self._abort_call(call, AbortReason.INTERRUPT, None)
+        else:
+            self._queue.append(call)
+            self._pump()
+
+    def finish(self) -> None:
+        """No more tools will be added: ``results`` ends once all are received.
+
+        Idempotent; also done when the ``async with`` block ends normally.
+        """
+        self._adding_closed = True
+        self._maybe_end()
+
+    def interrupt(self) -> None:
+        """The user typed a new message: cancel the calls whose tool has
+        ``interrupt_behavior="cancel"`` (running, queued and added later), with
+        :attr:`AbortReason.INTERRUPT`; ``"block"`` tools run on."""
+        if self._exited:
+            return
+        self._interrupted = True
+        cancel = [
+            call
+            for call in self._unfinished()
+            if call.tool is not None and call.tool.interrupt_behavior == "cancel"
+        ]
+        self._abort_many(cancel, AbortReason.INTERRUPT, None)
+        self._pump()
+
+    def skip_unstarted(self, message: str) -> int:
+        """Answer every call whose tool has not started with *message*; it never starts.
+
+        For an answer that must not be acted on further (the model's answer
+        ended with a ``refusal``): queued calls, and calls still waiting for
+        ``can_use_tool``, get an error result with *message*, ``started=False``
+        and ``abort_reason=None`` (the executor did not abort them for one of
+        the :class:`AbortReason` reasons; the caller chose not to run them).
+        Tools already running are left alone. Not sticky: a call added later
+        is scheduled as usual.
+
+        Returns:
+            How many calls were skipped.
+        """
+        if self._exited:
+            return 0
+        skipped = [c for c in self._unfinished() if not c.started]
+        for call in skipped:
+            if call.state == "executing":  # waiting for can_use_tool (or its first step)
+                # Not an AbortReason: the call is answered by the caller's choice
+                # (abort_reason=None), so its scope is cancelled without a reason.
+                call.scope.cancel()
+            result = ToolResult(call.block.id, message, is_error=True)
+            self._finish(call, result, deliver=False)
+        self._deliver()
+        self._pump()
+        return len(skipped)
+
+    def discard(self) -> None:
+        """Streaming fallback: throw this executor's work away.
+
+        Queued calls never start, running ones are cancelled
+        (:attr:`AbortReason.STREAMING_FALLBACK`, with ``started`` telling which had
+        begun), ``results`` ends at once and ``add_tool`` raises from now on. Every
+        result not received is returned by :meth:`drain` after the block.
+        """
+        if self._discarded or self._exited:
+            return
+        self._discarded = True
+        self._adding_closed = True
+        self._results.end(cut=True)
+        self._abort_many(self._unfinished(), AbortReason.STREAMING_FALLBACK, None)
+        self._maybe_end()
+
+    def drain(self) -> list[ToolResult]:
+        """After the ``async with`` block: every result not received, in order.
+
+        Together with what ``results`` delivered, that is exactly one result per
+        call added.
+
+        Raises:
+            RuntimeError: the block has not ended yet.
+        """
+        if not self._exited:
+            raise RuntimeError("drain() is for after the executor's async with block")
+        return self._results.take_all()
+
+    def _new_call(
+        self, block: ToolUseBlock, tool: Tool | None, *, safe: bool, input_error: str | None
+    ) -> Call:
+        call = Call(block, tool, safe, input_error)
+        self._calls.append(call)
+        self._counts["queued"] += 1
+        return call
+
+    def _unfinished(self) -> list[Call]:
+        return [c for c in self._calls[self._delivered :] if c.result is None]
+
+    def _set_state(self, call: Call, state: CallState) -> None:
+        self._counts[call.state] -= 1
+        self._counts[state] += 1
+        call.state = state
+
+    def _pump(self) -> None:
+        """Start every queued call that may start, in add order."""
+        self._notice_turn_cancelled()
+        queue = self._queue
+        while queue:
+            call = queue[0]
+            if call.result is not None:  # answered while queued
+                queue.popleft()
+            elif self._unsafe_slots:
+                logger.debug(
+                    "%s %s waits: a non-safe tool is running", call.block.name, call.block.id
+                )
+                break
+            elif self._slots >= self._max_concurrency:
+                logger.debug(
+                    "%s %s waits: %d tools run (max_concurrency)",
+                    call.block.name,
+                    call.block.id,
+                    self._slots,
+                )
+                break
+            elif self._slots == 0 or call.safe:
+                queue.popleft()
+                logger.debug(
+                    "%s %s starts (%d running)", call.block.name, call.block.id, self._slots
+                )
+                self._start(call)
+            else:
+                # A non-safe call keeps its place: nothing after it may pass.
+                logger.debug(
+                    "%s %s waits: not concurrency-safe while %d tools run; %d calls behind it",
+                    call.block.name,
+                    call.block.id,
+                    self._slots,
+                    len(queue) - 1,
+                )
+                break
+
+    def _start(self, call: Call) -> None:
+        self._set_state(call, "executing")
+        self._slots += 1
+        self._unsafe_slots += not call.safe
+        self._peak = max(self._peak, self._slots)
+        self._nursery.start_soon(
+            self._run_call, call, name=f"{TOOL_TASK_PREFIX} {call.block.name} {call.block.id}"
+        )
+
+    def _finish(self, call: Call, result: ToolResult, *, deliver: bool = True) -> None:
+        """Make *result* final and deliver what is in order (unless the caller
+        finishes many calls at once and delivers once after them)."""
+        assert call.result is None, "a call is finished once"
+        call.result = result
+        self._set_state(call, "finished")
+        self._send_progress(ToolFinished(result.tool_use_id, result.is_error, result.abort_reason))
+        if deliver:
+            self._deliver()
+
+    def _deliver(self) -> None:
+        """Push the results that are now in order; wake the receiver once."""
+        calls, start = self._calls, self._delivered
+        ready: list[ToolResult] = []
+        while start + len(ready) < len(calls):
+            result = calls[start + len(ready)].result
+            if result is None:
+                break
+            ready.append(result)
+        if ready:
+            self._results.push_many(ready)
+            self._delivered = start + len(ready)
+        self._maybe_end()
+
+    def _abort_call(
+        self, call: Call, reason: AbortReason, culprit: str | None, *, deliver: bool = True
+    ) -> None:
+        assert call.result is None, "only unfinished calls are aborted"
+        if call.state == "executing":
+            call.scope.cancel(reason=reason)
+        message = aborted_message(reason, started=call.started, culprit=culprit)
+        result = ToolResult(
+            call.block.id, message, is_error=True, abort_reason=reason, started=call.started
+        )
+        self._finish(call, result, deliver=deliver)
+
+    def _abort_many(self, calls: Iterable[Call], reason: AbortReason, culprit: str | None) -> None:
+        for call in calls:
+            self._abort_call(call, reason, culprit, deliver=False)
+        self._deliver()
+
+    def _abort_all(self, reason: AbortReason, culprit: str | None) -> None:
+        """A sticky abort: all unfinished calls now, and every call added later."""
+        if self._abort is None or self._abort[0] is AbortReason.SIBLING_ERROR:
+            self._abort = (reason, culprit)
+        self._abort_many(self._unfinished(), reason, culprit)
+
+    def _outer_reason(self, exc: BaseException | None) -> AbortReason:
+        if self._abort is not None and self._abort[0] is AbortReason.PERMISSION_REJECTED:
+            return AbortReason.PERMISSION_REJECTED
+        if isinstance(exc, trio.Cancelled) and exc.reason == AbortReason.PERMISSION_REJECTED:
+            return AbortReason.PERMISSION_REJECTED
+        return AbortReason.USER_INTERRUPTED
+
+    def _notice_turn_cancelled(self) -> None:
+        # The turn may be cancelled while no tool task is there to see it: never
+        # start (or accept) a call into a cancelled turn.
+        if (
+            (self._abort is None or self._abort[0] is AbortReason.SIBLING_ERROR)
+            and self._turn_scope is not None
+            and self._turn_scope.cancel_called
+        ):
+            self._abort_all(self._outer_reason(None), None)
+
+    def _send_progress(self, item: ToolProgress | ToolFinished) -> None:
+        # Nobody listens any more: progress is advisory, drop it.
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            self._progress_send.send_nowait(item)
+
+    def _report(self, call: Call, data: Any) -> None:
+        if call.result is None:  # never progress after the result
+            self._send_progress(ToolProgress(call.block.id, data))
+
+    def _maybe_end(self) -> None:
+        if self._adding_closed and self._counts["finished"] == len(self._calls):
+            self._results.end()
+            self._progress_send.close()
+
+    async def _run_call(self, call: Call) -> None:
+        try:
+            with call.scope:
+                # Never start a tool into an already cancelled scope.
+                await trio.lowlevel.checkpoint_if_cancelled()
+                outcome = await execute(
+                    call,
+                    can_use_tool=self._can_use_tool,
+                    context=self._context,
+                    report=partial(self._report, call),
+                )
+                if isinstance(outcome, Rejected):
+                    self._reject(call, outcome.message)
+                else:
+                    if outcome.failed:
+                        self._cascade(call)
+                    self._complete(call, outcome.result, outcome.modifier)
+        except BaseException as exc:  # an enclosing scope: turn, or the batch; re-raised
+            self._abort_all(self._outer_reason(exc), None)
+            raise
+        finally:
+            self._slots -= 1
+            self._unsafe_slots -= not call.safe
+            self._pump()
+
+    def _complete(self, call: Call, result: ToolResult, modifier: Any) -> None:
+        if call.result is not None:
+            return  # aborted while finishing: the synthetic result stands
+        if modifier is not None and not call.safe:
             try:
-                yield executor
-            except BaseException as exc:
-                body_exc = exc
-                executor._abort_all(executor._outer_reason(exc), None)  # pyright: ignore[reportPrivateUsage]
-                raise
-            executor.finish()
-    except BaseExceptionGroup as group:
-        # Tool tasks never raise anything but Cancelled, so this nursery is an
-        # implementation detail: give back the body's own exception, or a
-        # single Cancelled, rather than a group.
-        _cancelled, rest = group.split(trio.Cancelled)
-        if rest is None:
-            raise body_exc if isinstance(body_exc, trio.Cancelled) else _first_leaf(group)  # noqa: B904
-        if body_exc is not None and rest.split(lambda e: e is body_exc)[1] is None:
-            raise body_exc from body_exc.__cause__
-        raise
-    finally:
-        executor._close(body_exc)  # pyright: ignore[reportPrivateUsage]
+                self._context = modifier(self._context)
+            except Exception as exc:
+                result = ToolResult(
+                    call.block.id,
+                    f"Error: the context modifier of {call.block.name} raised "
+                    f"{type(exc).__name__}: {exc}",
+                    is_error=True,
+                    started=True,
+                )
+        self._finish(call, result)
 
+    def _cascade(self, call: Call) -> None:
+        """A failed call of a cascading tool cancels every other call of the batch."""
+        if call.tool is None or not call.tool.cancels_siblings_on_error:
+            return
+        if call.result is not None or self._abort is not None:
+            return
+        culprit = call.summary()
+        self._abort = (AbortReason.SIBLING_ERROR, culprit)
+        others = [other for other in self._unfinished() if other is not call]
+        self._abort_many(others, AbortReason.SIBLING_ERROR, culprit)
 
-def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    first = group.exceptions[0]
-    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
+    def _reject(self, call: Call, message: str) -> None:
+        """The user refused: end the turn (escalation), or the batch without one."""
+        culprit = call.summary()
+        if self._turn_scope is not None:
+            # Cancel first, so a consumer waiting on ``results`` is cancelled now
+            # rather than handed results of a turn that is over.
+            self._turn_scope.cancel(reason=AbortReason.PERMISSION_REJECTED)
+        self._abort = (AbortReason.PERMISSION_REJECTED, culprit)
+        self._finish(
+            call,
+            ToolResult(
+                call.block.id,
+                message,
+                is_error=True,
+                abort_reason=AbortReason.PERMISSION_REJECTED,
+            ),
+        )
+        self._abort_all(AbortReason.PERMISSION_REJECTED, culprit)
+
+    def _body_ended(self, exc: BaseException | None) -> None:
+        """The ``async with`` body is over: wait for the calls as after ``finish()``,
+        or cancel them all if it raised (or was cancelled)."""
+        if exc is None:
+            self.finish()
+        else:
+            self._abort_all(self._outer_reason(exc), None)
+
+    def _close(self, exc: BaseException | None) -> None:
+        """The block is over: every call has its result; channels end."""
+        self._abort_all(self._outer_reason(exc), None)  # normally none is left
+        self._exited = True
+        self._adding_closed = True
+        self._results.end()
+        self._progress_send.close()

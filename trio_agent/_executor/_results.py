@@ -25,6 +25,7 @@ __all__ = [
     "ToolFinished",
     "ToolProgress",
     "ToolResult",
+    "summarize_call",
 ]
 
 
@@ -64,9 +65,9 @@ class ToolResult:
     content: str | tuple[ContentBlock, ...] = attrs.field(
         converter=lambda c: c if isinstance(c, str) else tuple(c)  # pyright: ignore
     )
-    is_error: bool = False
-    abort_reason: AbortReason | None = None
-    started: bool = False
+    is_error: bool = attrs.field(default=False, kw_only=True)
+    abort_reason: AbortReason | None = attrs.field(default=None, kw_only=True)
+    started: bool = attrs.field(default=False, kw_only=True)
 
     def to_block(self) -> ToolResultBlock:
         """The ``tool_result`` block to send back to the model."""
@@ -109,13 +110,12 @@ class ExecutorStatistics:
     peak_concurrency: int
 
 
-# -- wording of synthetic results -------------------------------------------------
-
-_SUMMARY_LIMIT = 40
+# The wording of the results the executor makes up itself.
 
 
-def summarize_call(name: str, input: Mapping[str, Any]) -> str:
-    """``Bash(mkdir x)``: a tool call in a few words, for messages to the model."""
+def summarize_call(name: str, input: Mapping[str, Any], *, limit: int = 40) -> str:
+    """``Bash(mkdir x)``: a tool call in a few words (at most *limit* characters
+    of its input), for messages to the model and for the live view."""
     text = ""
     for value in input.values():
         if isinstance(value, str):
@@ -129,8 +129,8 @@ def summarize_call(name: str, input: Mapping[str, Any]) -> str:
             except ValueError:  # circular structure: fall back to repr
                 text = repr(first)
     text = " ".join(text.split())
-    if len(text) > _SUMMARY_LIMIT:
-        text = text[: _SUMMARY_LIMIT - 1] + "…"
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
     return f"{name}({text})"
 
 

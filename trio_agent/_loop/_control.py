@@ -28,11 +28,9 @@ from typing import Protocol, final
 import attrs
 import trio
 
-__all__ = ["TurnControl"]
+from .._executor import AbortReason
 
-#: The cancel reasons (the executor's ``AbortReason`` values).
-USER_INTERRUPTED = "user_interrupted"
-INTERRUPT = "interrupt"
+__all__ = ["TurnControl"]
 
 
 class _Interruptible(Protocol):
@@ -44,7 +42,7 @@ class _Interruptible(Protocol):
 class TurnControl:
     """Abort or interrupt the turn of the ``query`` it is passed to."""
 
-    _abort_reason: str | None = attrs.field(default=None, init=False)
+    _abort_reason: AbortReason | None = attrs.field(default=None, init=False)
     _interrupted: bool = attrs.field(default=False, init=False)
     _scopes: set[trio.CancelScope] = attrs.field(factory=set[trio.CancelScope], init=False)
     _stream_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
@@ -56,7 +54,7 @@ class TurnControl:
         return self._abort_reason is not None
 
     @property
-    def abort_reason(self) -> str | None:
+    def abort_reason(self) -> AbortReason | None:
         """The reason given to :meth:`abort`, or None."""
         return self._abort_reason
 
@@ -65,7 +63,7 @@ class TurnControl:
         """Whether :meth:`interrupt` was called."""
         return self._interrupted
 
-    def abort(self, reason: str = USER_INTERRUPTED) -> None:
+    def abort(self, reason: AbortReason = AbortReason.USER_INTERRUPTED) -> None:
         """Cancel the running turn (Ctrl+C). Sync and idempotent."""
         if self._abort_reason is None:
             self._abort_reason = reason
@@ -76,7 +74,7 @@ class TurnControl:
         """Stop the stream and the cancellable tools, then end the turn. Sync."""
         self._interrupted = True
         if self._stream_scope is not None:
-            self._stream_scope.cancel(reason=INTERRUPT)
+            self._stream_scope.cancel(reason=AbortReason.INTERRUPT)
         if self._executor is not None:
             self._executor.interrupt()
 
@@ -115,7 +113,7 @@ class TurnControl:
         """While inside, :meth:`interrupt` cancels the model's stream *scope*."""
         self._stream_scope = scope
         if self._interrupted:
-            scope.cancel(reason=INTERRUPT)
+            scope.cancel(reason=AbortReason.INTERRUPT)
         try:
             yield
         finally:

@@ -17,8 +17,7 @@ import attrs
 import trio
 
 from .._exceptions import APIError, StreamError
-from .._executor._executor import ToolExecutor, open_tool_executor
-from .._executor._results import ToolResult
+from .._executor import ToolExecutor, ToolResult, open_tool_executor
 from .._messages import (
     AssistantMessage,
     ContentBlock,

@@ -49,8 +49,8 @@ from typing import Any, TypeAlias
 import attrs
 import trio
 
-from .._exceptions import OverloadedError, PromptTooLongError
-from .._executor._results import AbortReason
+from .._exceptions import OverloadedError, PromptTooLongError, unwrap_single
+from .._executor import AbortReason
 from .._messages import AssistantMessage, Message, ToolUseBlock, UserMessage
 from .._model import ModelClient
 from .._permissions import CanUseTool
@@ -215,15 +215,15 @@ class _Loop:
                 await self.send.send(result)
                 attempt.sent.add(result.tool_use_id)
 
-    def _why_aborted(self, attempt: Attempt | None = None) -> str | None:
+    def _why_aborted(self, attempt: Attempt | None = None) -> AbortReason | None:
         if self.control.aborted:
             return self.control.abort_reason
         if attempt is not None and any(
             r.abort_reason is AbortReason.PERMISSION_REJECTED for r in attempt.results().values()
         ):
-            return str(AbortReason.PERMISSION_REJECTED)
+            return AbortReason.PERMISSION_REJECTED
         if self.control.interrupted:
-            return str(AbortReason.INTERRUPT)
+            return AbortReason.INTERRUPT
         return None  # pragma: no cover - only TurnControl and Reject cancel a turn
 
     async def _recover_error(self, state: State, attempt: Attempt) -> State | TurnEnd:
@@ -296,7 +296,7 @@ class _Loop:
         self,
         state: State,
         reason: TurnEndReason,
-        abort_reason: str | None = None,
+        abort_reason: AbortReason | None = None,
         *,
         error: Exception | None = None,
         message: str | None = None,
@@ -430,9 +430,7 @@ async def query(
     except BaseExceptionGroup as group:
         # The nurseries are an implementation detail: one error (the loop's or the
         # consumer's), however deeply nested, is raised as itself.
-        leaf: BaseException = group
-        while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
-            leaf = leaf.exceptions[0]  # pyright: ignore[reportUnknownVariableType]
-        if isinstance(leaf, BaseExceptionGroup):
+        leaf = unwrap_single(group)
+        if leaf is None:
             raise
         raise leaf from None

@@ -13,7 +13,7 @@ from typing import TypeAlias
 
 import attrs
 
-from .._executor._results import ToolFinished, ToolProgress, ToolResult
+from .._executor import AbortReason, ToolFinished, ToolProgress, ToolResult
 from .._messages import AssistantMessage, ContentBlock, Message, ToolUseBlock, Usage, UserMessage
 
 __all__ = [
@@ -164,7 +164,7 @@ class TurnEnd:
     turns: int
     error: Exception | None = None
     message: str | None = None
-    abort_reason: str | None = None
+    abort_reason: AbortReason | None = None
 
 
 def _messages(value: Sequence[Message]) -> tuple[Message, ...]:

@@ -18,7 +18,7 @@ from typing import Literal
 
 import attrs
 
-from .._executor._results import AbortReason, ExecutorStatistics, ToolFinished, ToolResult
+from .._executor import AbortReason, ExecutorStatistics, ToolFinished, ToolResult
 from ._trace import EventKind, EventLog, InvariantViolation, Trace, TraceEvent, result_kind
 
 __all__ = ["CallFacts", "RunRecord", "check_record", "check_trace", "record_of_trace"]

@@ -21,7 +21,7 @@ from typing import Literal, TypeAlias
 
 import attrs
 
-from .._executor._results import AbortReason
+from .._executor import AbortReason
 from ._scenario import ScenarioError, ToolScenario
 
 __all__ = ["CallOutcome", "ResultKind", "Schedule", "reference_schedule"]

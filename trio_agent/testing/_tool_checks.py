@@ -8,8 +8,7 @@ from typing import Any, get_args
 
 import trio
 
-from .._executor._call import read_return
-from .._executor._results import ToolResult
+from .._executor import ToolResult, read_return
 from .._messages import ContentBlock
 from .._permissions import Deny
 from ._checks import CallFacts, check, check_record

@@ -18,8 +18,7 @@ import attrs
 import trio
 import trio.testing
 
-from .._executor._executor import ToolExecutor, open_tool_executor
-from .._executor._results import ExecutorStatistics, ToolResult
+from .._executor import ExecutorStatistics, ToolExecutor, ToolResult, open_tool_executor
 from .._permissions import Allow, CanUseTool, Deny, PermissionDecision, Reject
 from .._tools import Tool, ToolContext, plain_json
 from ._checks import CallFacts, RunRecord

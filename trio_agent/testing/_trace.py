@@ -20,8 +20,14 @@ import trio
 import trio.testing
 
 from .._exceptions import ExecutorClosedError
-from .._executor._executor import TOOL_TASK_PREFIX, ToolExecutor, open_tool_executor
-from .._executor._results import ExecutorStatistics, ToolProgress, ToolResult
+from .._executor import (
+    TOOL_TASK_PREFIX,
+    ExecutorStatistics,
+    ToolExecutor,
+    ToolProgress,
+    ToolResult,
+    open_tool_executor,
+)
 from .._messages import ToolUseBlock
 from .._permissions import Allow, Deny, PermissionDecision, Reject
 from .._tools import Tool, ToolContext, ToolOutput
