@@ -9,6 +9,8 @@
 - The harness for users' own tools: :func:`tool_calls` (hypothesis batches of
   calls), :func:`run_tool_calls` (the real executor with the real tools, in
   virtual or real time) and :func:`check_tool_run`.
+- :func:`run_virtual`: one ``trio.run`` in virtual time under a leak check.
+- :func:`check_history`: a conversation history is one the Messages API accepts.
 
 The hypothesis strategies live in :mod:`trio_agent.testing.strategies` and
 :func:`scenarios` (they need the ``testing`` extra).
@@ -24,6 +26,7 @@ from ._checks import CallFacts as CallFacts
 from ._checks import RunRecord as RunRecord
 from ._checks import check_record as check_record
 from ._checks import check_trace as check_trace
+from ._history import check_history as check_history
 from ._leaks import LeakCheck as LeakCheck
 from ._leaks import LeakError as LeakError
 from ._leaks import Leaks as Leaks
@@ -56,6 +59,7 @@ from ._trace import Trace as Trace
 from ._trace import TraceEvent as TraceEvent
 from ._trace import result_kind as result_kind
 from ._trace import run_scenario as run_scenario
+from ._virtual import run_virtual as run_virtual
 
 __all__ = [
     "Answer",
@@ -84,6 +88,7 @@ __all__ = [
     "ToolScenario",
     "Trace",
     "TraceEvent",
+    "check_history",
     "check_record",
     "check_tool_run",
     "check_trace",
@@ -97,6 +102,7 @@ __all__ = [
     "result_kind",
     "run_scenario",
     "run_tool_calls",
+    "run_virtual",
     "scenarios",
     "serve_scripted_model",
     "tool_calls",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 import attrs
 import httpx
@@ -19,6 +19,9 @@ import trio
 
 from ._answers import Answer, DroppedConnection, HTTPErrorAnswer, ScriptedAnswer
 from ._sse_render import StreamPlan, plan_stream
+
+if TYPE_CHECKING:
+    from .. import AnthropicClient, RetryPolicy
 
 __all__ = ["ScriptedModel", "ScriptedRequest", "ScriptedResponse"]
 
@@ -144,6 +147,33 @@ class ScriptedModel:
     def transport(self) -> httpx.AsyncBaseTransport:
         """An in-process transport for ``httpx.AsyncClient(transport=...)``."""
         return _ScriptedTransport(self)
+
+    def client(
+        self,
+        *,
+        api_key: str = "sk-scripted",
+        retry: RetryPolicy | None = None,
+        **kwargs: Any,
+    ) -> AnthropicClient:
+        """An :class:`~trio_agent.AnthropicClient` talking to this model in process.
+
+        Retrying is off unless *retry* says otherwise; *kwargs* go to the client.
+
+        Example::
+
+            model = ScriptedModel([ScriptedAnswer(blocks=[TextBlock("Hello")])])
+            async with query(model.client(), prompt, tools=[], model="m", max_tokens=64) as events:
+                ...
+        """
+        from .. import AnthropicClient, RetryPolicy
+
+        return AnthropicClient(
+            api_key=api_key,
+            base_url="http://scripted",
+            http_client=httpx.AsyncClient(transport=self.transport()),
+            retry=retry if retry is not None else RetryPolicy.never(),
+            **kwargs,
+        )
 
     def respond(
         self, method: str, path: str, headers: Iterable[tuple[str, str]], content: bytes
