@@ -8,22 +8,21 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
+import httpx
 import pytest
 import trio
-from faults_support import (
-    RawServer,
-    collect,
-    run_virtual,
-    sse_events,
-    sse_response,
-)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_agent import (
+    AnthropicClient,
     MessageAccumulator,
+    RetryPolicy,
+    StreamEvent,
     StreamLimitError,
     StreamLimits,
     StreamProtocolError,
@@ -31,9 +30,101 @@ from trio_agent import (
     StreamTruncatedError,
     TextBlock,
     ToolUseBlock,
+    UserMessage,
 )
 from trio_agent._model._sse import SSEParser
-from trio_agent.testing import LeakCheck, ScriptedAnswer, render_events, strategies
+from trio_agent.testing import LeakCheck, ScriptedAnswer, render_events, run_virtual, strategies
+
+# -- a raw-bytes server ---------------------------------------------------------------
+# Not a fake of the Messages API (that is trio_agent.testing.ScriptedModel, which only
+# renders well-formed SSE): this transport serves arbitrary, split, torn or malformed
+# bytes, which is what these fault rows are about.
+
+
+def sse_events(items: Iterable[Any]) -> list[Mapping[str, Any]]:
+    return [i.data for i in items if isinstance(i, StreamEvent)]
+
+
+@attrs.define(eq=False)
+class RawBody(httpx.AsyncByteStream):
+    """A response body of given chunks, each after its delay; tracks closing."""
+
+    chunks: Sequence[tuple[float, bytes]]
+    error_at_end: Exception | None = None
+    closed: bool = False
+    _next: int = 0
+
+    def __aiter__(self) -> RawBody:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self.closed:
+            raise httpx.StreamClosed()
+        while self._next < len(self.chunks):
+            delay, data = self.chunks[self._next]
+            self._next += 1
+            await trio.sleep(delay)
+            if data:
+                return data
+        await trio.lowlevel.checkpoint()
+        if self.error_at_end is not None:
+            error, self.error_at_end = self.error_at_end, None
+            raise error
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        self.closed = True
+        await trio.lowlevel.checkpoint()
+
+
+@attrs.define(eq=False)
+class RawServer(httpx.AsyncBaseTransport):
+    """Answers each request with the next raw response; counts open bodies."""
+
+    responses: list[tuple[int, dict[str, str], RawBody]]
+    bodies: list[RawBody] = attrs.field(factory=list[RawBody])
+    requests: int = 0
+
+    @property
+    def open_streams(self) -> int:
+        return sum(not b.closed for b in self.bodies)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await request.aread()
+        self.requests += 1
+        status, headers, body = self.responses.pop(0)
+        self.bodies.append(body)
+        await trio.lowlevel.checkpoint()
+        return httpx.Response(status, headers=headers, stream=body, request=request)
+
+    def client(self, **kw: Any) -> AnthropicClient:
+        kw.setdefault("retry", RetryPolicy.never())
+        return AnthropicClient(
+            api_key="sk-raw",
+            base_url="http://raw",
+            http_client=httpx.AsyncClient(transport=self),
+            **kw,
+        )
+
+
+SSE = {"content-type": "text/event-stream", "request-id": "req_raw"}
+
+
+def sse_response(
+    chunks: Sequence[bytes], *, delay: float = 0.0, **kw: Any
+) -> tuple[int, dict[str, str], RawBody]:
+    return 200, dict(SSE), RawBody([(delay, c) for c in chunks], **kw)
+
+
+async def collect(client: AnthropicClient, *, max_tokens: int = 64) -> list[Any]:
+    items: list[Any] = []
+    async with client.stream(
+        model="claude-x", max_tokens=max_tokens, messages=[UserMessage("hi")]
+    ) as channel:
+        async for item in channel:
+            items.append(item)
+    return items
+
 
 TRICKY = 'héllo \u2028 wörld \u2029 \u0085 ✓ 𝄞 \r\n " \\ end'
 
@@ -210,8 +301,6 @@ async def test_drip_one_byte_per_second(autojump_clock: Any) -> None:
 
 
 def _drip(slow: bytes, fast: bytes) -> Any:
-    from faults_support import RawBody
-
     return RawBody([(1.0, slow[i : i + 1]) for i in range(len(slow))] + [(0.0, fast)])
 
 
