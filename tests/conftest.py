@@ -8,7 +8,12 @@ their own ``conftest.py``; helpers worth having outside this suite live in
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
 import pytest
+import trio
 
 from trio_agent import (
     AssistantMessage,
@@ -49,3 +54,45 @@ def history() -> tuple[Message, ...]:
         _results("t3"),
         _assistant(3),
     )
+
+
+# -- acting at an event: the abort / interrupt boilerplate --------------------------------
+
+EventHook = Callable[[int, Any], bool]
+
+
+async def _run_turn_acting_at(
+    turn: AbstractAsyncContextManager[AsyncIterator[Any]],
+    act: Callable[[], object],
+    *,
+    at: EventHook | None = None,
+    after: float | None = None,
+) -> list[Any]:
+    """Every event of ``turn`` (``query(...)`` or ``session.submit(...)``), calling
+    ``act()`` right after each event for which ``at(index, event)`` is true, and/or once
+    when ``after`` seconds (virtual time, from the start) have passed."""
+    assert at is not None or after is not None, "act at an event, at a time, or both"
+    events: list[Any] = []
+    async with trio.open_nursery() as nursery:
+        if after is not None:
+            deadline = trio.current_time() + after
+
+            async def act_later() -> None:
+                await trio.sleep_until(deadline)
+                act()
+
+            nursery.start_soon(act_later)
+        async with turn as stream:
+            async for event in stream:
+                if at is not None and at(len(events), event):
+                    act()
+                events.append(event)
+        nursery.cancel_scope.cancel()
+    return events
+
+
+@pytest.fixture(scope="session")
+def run_turn_acting_at() -> Callable[..., Awaitable[list[Any]]]:
+    """``await run_turn_acting_at(turn, act, at=..., after=...)``: the events of a turn,
+    with ``act()`` (an abort, an interrupt, a copy...) done at the chosen event or time."""
+    return _run_turn_acting_at

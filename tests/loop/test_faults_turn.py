@@ -472,7 +472,7 @@ def test_hostile_torn_last_line_is_dropped(tmp_path: Path, hostile: str) -> None
 
 @settings(max_examples=25, deadline=None)
 @given(at=st.floats(0, 3))
-def test_abort_at_any_time_keeps_the_session_paired(at: float) -> None:
+def test_abort_at_any_time_keeps_the_session_paired(at: float, run_turn_acting_at: Any) -> None:
     model = ScriptedModel(session_script())
     log = Log()
     session = Session(
@@ -481,18 +481,9 @@ def test_abort_at_any_time_keeps_the_session_paired(at: float) -> None:
         model="m",
     )
 
-    async def main() -> None:
-        async with trio.open_nursery() as nursery:
+    async def main() -> list[Any]:
+        return await run_turn_acting_at(session.submit("go"), session.abort, after=at)
 
-            async def later() -> None:
-                await trio.sleep(at)
-                session.abort()
-
-            nursery.start_soon(later)
-            async with session.submit("go") as events:
-                async for _ in events:
-                    pass
-            nursery.cancel_scope.cancel()
-
-    run_virtual(main, check=LeakCheck(models=[model], processes=False))
+    events = run_virtual(main, check=LeakCheck(models=[model], processes=False))
+    assert isinstance(events[-1], TurnEnd)
     check_history(session.messages)

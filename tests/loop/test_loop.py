@@ -695,26 +695,25 @@ async def test_reject_ends_the_turn_with_a_valid_transcript(
 # -- abort and interrupt -----------------------------------------------------------------------
 
 
-async def test_abort_while_streaming(autojump_clock: trio.testing.MockClock) -> None:
+async def test_abort_while_streaming(
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+) -> None:
     control = TurnControl()
     log = Log()
     answer = reads("a", "b", prefix="Let me look at both of them now.", timing=SLOW)
     model = ScriptedModel([answer, text("never")])
-    events: list[Any] = []
-    async with query(
+    turn = query(
         client_for(model),
         PROMPT,
         tools=make_tools(log, duration=10),
         model="big",
         max_tokens=8192,
         control=control,
-    ) as stream:
-        async for event in stream:
-            events.append(event)
-            if isinstance(event, BlockFinished) and event.block == ToolUseBlock(
-                "a", "Read", {"path": "a"}
-            ):
-                control.abort()
+    )
+    read_a = ToolUseBlock("a", "Read", {"path": "a"})
+    events = await run_turn_acting_at(
+        turn, control.abort, at=lambda i, e: isinstance(e, BlockFinished) and e.block == read_a
+    )
     result = Run(events, [0.0] * len(events), model)
     check_run(result, PROMPT)
     assert result.end.reason is TurnEndReason.ABORTED_STREAMING
@@ -725,27 +724,21 @@ async def test_abort_while_streaming(autojump_clock: trio.testing.MockClock) -> 
     assert model.open_streams == 0
 
 
-async def test_abort_while_tools_run(autojump_clock: trio.testing.MockClock) -> None:
+async def test_abort_while_tools_run(
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+) -> None:
     control = TurnControl()
     log = Log()
     model = ScriptedModel([reads("a"), text("never")])
-
-    async def abort_later() -> None:
-        await trio.sleep(0.5)
-        control.abort()
-
-    events: list[Any] = []
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(abort_later)
-        async with query(
-            client_for(model),
-            PROMPT,
-            tools=make_tools(log, duration=10),
-            model="big",
-            max_tokens=8192,
-            control=control,
-        ) as stream:
-            events = [e async for e in stream]
+    turn = query(
+        client_for(model),
+        PROMPT,
+        tools=make_tools(log, duration=10),
+        model="big",
+        max_tokens=8192,
+        control=control,
+    )
+    events = await run_turn_acting_at(turn, control.abort, after=0.5)
     result = Run(events, [0.0] * len(events), model)
     check_run(result, PROMPT)
     assert result.end.reason is TurnEndReason.ABORTED_TOOLS
@@ -764,7 +757,7 @@ async def test_abort_before_start(autojump_clock: trio.testing.MockClock) -> Non
 
 
 async def test_interrupt_stops_cancel_tools_and_ends_the_turn(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
 ) -> None:
     control = TurnControl()
     log = Log()
@@ -776,21 +769,16 @@ async def test_interrupt_stops_cancel_tools_and_ends_the_turn(
     )
     model = ScriptedModel([answer, text("never")])
 
-    async def interrupt_later() -> None:
-        await trio.sleep(1.5)  # Read (1 s) is done, Bash runs
-        control.interrupt()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(interrupt_later)
-        async with query(
-            client_for(model),
-            PROMPT,
-            tools=make_tools(log, duration=1),
-            model="big",
-            max_tokens=8192,
-            control=control,
-        ) as stream:
-            events = [e async for e in stream]
+    turn = query(
+        client_for(model),
+        PROMPT,
+        tools=make_tools(log, duration=1),
+        model="big",
+        max_tokens=8192,
+        control=control,
+    )
+    # at 1.5 s Read (1 s) is done, Bash runs
+    events = await run_turn_acting_at(turn, control.interrupt, after=1.5)
     result = Run(events, [0.0] * len(events), model)
     check_run(result, PROMPT)
     assert result.end.reason is TurnEndReason.ABORTED_TOOLS
@@ -801,26 +789,21 @@ async def test_interrupt_stops_cancel_tools_and_ends_the_turn(
     assert len(model.requests) == 1
 
 
-async def test_interrupt_lets_block_tools_finish(autojump_clock: trio.testing.MockClock) -> None:
+async def test_interrupt_lets_block_tools_finish(
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+) -> None:
     control = TurnControl()
     log = Log()
     model = ScriptedModel([reads("a", "b"), text("never")])
-
-    async def interrupt_later() -> None:
-        await trio.sleep(0.3)
-        control.interrupt()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(interrupt_later)
-        async with query(
-            client_for(model),
-            PROMPT,
-            tools=make_tools(log, duration=1),
-            model="big",
-            max_tokens=8192,
-            control=control,
-        ) as stream:
-            events = [e async for e in stream]
+    turn = query(
+        client_for(model),
+        PROMPT,
+        tools=make_tools(log, duration=1),
+        model="big",
+        max_tokens=8192,
+        control=control,
+    )
+    events = await run_turn_acting_at(turn, control.interrupt, after=0.3)
     result = Run(events, [0.0] * len(events), model)
     check_run(result, PROMPT)
     assert result.end.reason is TurnEndReason.ABORTED_TOOLS
@@ -950,35 +933,36 @@ def script() -> list[ScriptedAnswer]:
 
 
 async def drive(
-    at: Callable[[int, Any], bool], act: Callable[[TurnControl], None]
+    run_turn_acting_at: Any,
+    *,
+    at: Callable[[int, Any], bool] | None = None,
+    after: float | None = None,
+    act: Callable[[TurnControl], None] = TurnControl.abort,
 ) -> tuple[Run, Log]:
-    """Run the script; call ``act(control)`` when ``at(index, event)`` says so."""
+    """Run the script; call ``act(control)`` at the event ``at(index, event)`` picks,
+    or ``after`` seconds."""
     log = Log()
     model = ScriptedModel(script())
     control = TurnControl()
-    events: list[Any] = []
-    async with query(
+    turn = query(
         client_for(model),
         ABORT_PROMPT,
         tools=make_tools(log, duration=1.0),
         model="big",
         max_tokens=8192,
         control=control,
-    ) as stream:
-        async for event in stream:
-            if at(len(events), event):
-                act(control)
-            events.append(event)
+    )
+    events = await run_turn_acting_at(turn, lambda: act(control), at=at, after=after)
     result = Run(events, [], model)
     check_run(result, ABORT_PROMPT)
     assert model.open_streams == 0
     return result, log
 
 
-async def full_length() -> tuple[int, int]:
+async def full_length(run_turn_acting_at: Any) -> tuple[int, int]:
     """The number of events of the whole turn, and the index of the final answer
     (an abort after it finds nothing left to cancel: the turn completes)."""
-    result, _ = await drive(lambda i, e: False, lambda c: None)
+    result, _ = await drive(run_turn_acting_at, at=lambda i, e: False)
     assert result.end.reason is TurnEndReason.COMPLETED
     final = result.events.index(result.of(AssistantMessage)[-1])
     return len(result.events), final
@@ -987,12 +971,14 @@ async def full_length() -> tuple[int, int]:
 ABORTED = {TurnEndReason.ABORTED_STREAMING, TurnEndReason.ABORTED_TOOLS}
 
 
-async def test_abort_at_every_event(autojump_clock: trio.testing.MockClock) -> None:
-    total, final = await full_length()
+async def test_abort_at_every_event(
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+) -> None:
+    total, final = await full_length(run_turn_acting_at)
     assert total > 30
     seen: set[TurnEndReason] = set()
     for k in range(total - 1):
-        result, log = await drive(lambda i, e, k=k: i == k, TurnControl.abort)
+        result, log = await drive(run_turn_acting_at, at=lambda i, e, k=k: i == k)
         if k >= final:
             assert result.end.reason is TurnEndReason.COMPLETED
             continue
@@ -1007,10 +993,14 @@ async def test_abort_at_every_event(autojump_clock: trio.testing.MockClock) -> N
     assert seen == ABORTED
 
 
-async def test_interrupt_at_every_event(autojump_clock: trio.testing.MockClock) -> None:
-    _, final = await full_length()
+async def test_interrupt_at_every_event(
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+) -> None:
+    _, final = await full_length(run_turn_acting_at)
     for k in range(final):
-        result, log = await drive(lambda i, e, k=k: i == k, TurnControl.interrupt)
+        result, log = await drive(
+            run_turn_acting_at, at=lambda i, e, k=k: i == k, act=TurnControl.interrupt
+        )
         assert result.end.reason in ABORTED, k
         assert result.end.abort_reason == "interrupt"
         # Read tools ("block") that started ran to the end with a real result
@@ -1029,31 +1019,10 @@ async def test_interrupt_at_every_event(autojump_clock: trio.testing.MockClock) 
 
 @settings(max_examples=150, deadline=None)
 @given(when=st.floats(min_value=0, max_value=20), how=st.sampled_from(["abort", "interrupt"]))
-def test_abort_at_any_time(when: float, how: str) -> None:
+def test_abort_at_any_time(when: float, how: str, run_turn_acting_at: Any) -> None:
     async def main() -> None:
-        log = Log()
-        model = ScriptedModel(script())
-        control = TurnControl()
-
-        async def later() -> None:
-            await trio.sleep(when)
-            control.abort() if how == "abort" else control.interrupt()
-
-        events: list[Any] = []
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(later)
-            async with query(
-                client_for(model),
-                ABORT_PROMPT,
-                tools=make_tools(log, duration=1.0),
-                model="big",
-                max_tokens=8192,
-                control=control,
-            ) as stream:
-                events = [e async for e in stream]
-        result = Run(events, [], model)
-        check_run(result, ABORT_PROMPT)
-        assert model.open_streams == 0
+        act = TurnControl.abort if how == "abort" else TurnControl.interrupt
+        result, _ = await drive(run_turn_acting_at, after=when, act=act)
         if result.end.reason is not TurnEndReason.COMPLETED:
             assert result.end.reason in ABORTED
 

@@ -180,19 +180,8 @@ async def test_fsync_once_per_turn(
     session.close()
 
 
-async def abort_when(
-    session: Session, stream: Any, predicate: Any, *, interrupt: bool = False
-) -> list[Any]:
-    events: list[Any] = []
-    async for event in stream:
-        events.append(event)
-        if predicate(event):
-            session.interrupt() if interrupt else session.abort()
-    return events
-
-
 async def test_abort_mid_stream_keeps_pairing(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, run_turn_acting_at: Any
 ) -> None:
     path = tmp_path / "t.jsonl"
     log = Log()
@@ -202,10 +191,11 @@ async def test_abort_mid_stream_keeps_pairing(
         ]
     )
     session = session_for(model, log, transcript_path=path)
-    async with session.submit("go") as stream:
-        events = await abort_when(
-            session, stream, lambda e: isinstance(e, TextDelta) and e.index == 2
-        )
+    events = await run_turn_acting_at(
+        session.submit("go"),
+        session.abort,
+        at=lambda i, e: isinstance(e, TextDelta) and e.index == 2,
+    )
     end = events[-1]
     assert end.reason is TurnEndReason.ABORTED_STREAMING
     assert end.abort_reason == "user_interrupted"
@@ -222,15 +212,18 @@ async def test_abort_mid_stream_keeps_pairing(
 
 
 async def test_abort_mid_tools_keeps_pairing(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, run_turn_acting_at: Any
 ) -> None:
     path = tmp_path / "t.jsonl"
     model = ScriptedModel(
         [answer(TextBlock("Working."), read("a", seconds=0.1), read("b", seconds=30.0))]
     )
     session = session_for(model, transcript_path=path)
-    async with session.submit("go") as stream:
-        events = await abort_when(session, stream, lambda e: isinstance(e, AssistantMessage))
+    events = await run_turn_acting_at(
+        session.submit("go"),
+        session.abort,
+        at=lambda i, e: isinstance(e, AssistantMessage),
+    )
     end = events[-1]
     assert end.reason is TurnEndReason.ABORTED_TOOLS
     check_history(session.messages, strict=True)
@@ -245,7 +238,9 @@ async def test_abort_mid_tools_keeps_pairing(
     session.close()
 
 
-async def test_interrupt_spares_block_tools(autojump_clock: trio.testing.MockClock) -> None:
+async def test_interrupt_spares_block_tools(
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+) -> None:
     log = Log()
     model = ScriptedModel(
         [
@@ -257,10 +252,11 @@ async def test_interrupt_spares_block_tools(autojump_clock: trio.testing.MockClo
         ]
     )
     session = session_for(model, log)
-    async with session.submit("go") as stream:
-        events = await abort_when(
-            session, stream, lambda e: isinstance(e, AssistantMessage), interrupt=True
-        )
+    events = await run_turn_acting_at(
+        session.submit("go"),
+        session.interrupt,
+        at=lambda i, e: isinstance(e, AssistantMessage),
+    )
     end = events[-1]
     assert end.reason is TurnEndReason.ABORTED_TOOLS
     assert end.abort_reason == "interrupt"
@@ -363,7 +359,7 @@ async def test_resume_a_transcript_without_header_needs_a_model(tmp_path: Path) 
 
 
 async def test_resume_from_a_crash_at_any_byte(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, run_turn_acting_at: Any
 ) -> None:
     """Issue 6 item 15: wherever a crash cuts the file the Session wrote (two turns,
     one aborted mid-tools), it resumes to a valid history and the next request is
@@ -378,8 +374,11 @@ async def test_resume_from_a_crash_at_any_byte(
     )
     session = session_for(model, transcript_path=path, system="sys")
     await drain(session, "one")
-    async with session.submit("two") as stream:
-        await abort_when(session, stream, lambda e: isinstance(e, AssistantMessage))
+    await run_turn_acting_at(
+        session.submit("two"),
+        session.abort,
+        at=lambda i, e: isinstance(e, AssistantMessage),
+    )
     session.close()
     data = path.read_bytes()
     header_end = data.index(b"\n") + 1
