@@ -285,7 +285,7 @@ def test_keyboard_interrupt_kills_the_subprocess_and_reraises(tmp_path: Path) ->
     answer = ScriptedAnswer(
         blocks=[
             TextBlock("Sleeping."),
-            ToolUseBlock("b1", "Bash", {"command": "sleep 60 & sleep 60"}),
+            ToolUseBlock("b1", "Bash", {"command": "sleep 60 & echo started; sleep 60"}),
         ]
     )
     model = ScriptedModel([answer])
@@ -295,12 +295,11 @@ def test_keyboard_interrupt_kills_the_subprocess_and_reraises(tmp_path: Path) ->
     async def main() -> None:
         async with session.submit("go") as events:
             async for event in events:
-                if type(event).__name__ == "ToolProgress" or (isinstance(event, TextDelta)):
-                    pass
-                if type(event).__name__ == "AssistantMessage":
-                    await trio.sleep(0.2)  # let bash start its children
+                # "started" is printed once bash has started its children
+                if type(event).__name__ == "ToolProgress" and "started" in str(event.data):
                     signal.raise_signal(signal.SIGINT)
-                    await trio.sleep(5)
+                    await trio.sleep(5)  # the KeyboardInterrupt comes at this checkpoint
+        raise AssertionError("bash never said it started")  # pragma: no cover
 
     check = LeakCheck(models=[model], adopt_orphans=True, fds=False)  # the transcript stays open
     with check, pytest.raises(KeyboardInterrupt):
