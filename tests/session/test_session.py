@@ -148,16 +148,18 @@ async def test_transcript_written_as_messages_complete_and_fsynced_per_turn(
         ]
     )
     session = session_for(model, transcript_path=path)
+    checked = 0
     async with session.submit("go") as stream:
         async for event in stream:
             if isinstance(event, AssistantMessage | UserMessage):
-                # the message is on disk before the consumer sees the next event
-                # on disk before the consumer sees it (the reader answers a
-                # pending tool_use synthetically: compare the prefix)
+                # the message is on disk before the consumer sees it (the reader
+                # answers a pending tool_use synthetically: compare the prefix)
                 on_disk = read_transcript(path).messages
                 assert on_disk[: len(session.messages)] == session.messages
                 assert session.messages[-1] is event
                 assert synced == []  # fsynced at the end of the turn, not per message
+                checked += 1
+    assert checked == 3  # answer, results, answer
     assert len(session.messages) == 4
     assert len(synced) == 1
     session.close()
