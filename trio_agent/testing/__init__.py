@@ -20,6 +20,7 @@ from ._answers import Answer as Answer
 from ._answers import DroppedConnection as DroppedConnection
 from ._answers import Faults as Faults
 from ._answers import HTTPErrorAnswer as HTTPErrorAnswer
+from ._answers import RawAnswer as RawAnswer
 from ._answers import ScriptedAnswer as ScriptedAnswer
 from ._answers import Timing as Timing
 from ._checks import CallFacts as CallFacts
@@ -72,6 +73,7 @@ __all__ = [
     "LeakCheck",
     "LeakError",
     "Leaks",
+    "RawAnswer",
     "RunRecord",
     "ScenarioCall",
     "ScenarioError",

@@ -17,7 +17,7 @@ import attrs
 import httpx
 import trio
 
-from ._answers import Answer, DroppedConnection, HTTPErrorAnswer, ScriptedAnswer
+from ._answers import Answer, DroppedConnection, HTTPErrorAnswer, RawAnswer, ScriptedAnswer
 from ._sse_render import StreamPlan, plan_stream
 
 if TYPE_CHECKING:
@@ -122,10 +122,10 @@ class ScriptedModel:
 
     def append(self, answer: Answer) -> None:
         """Add *answer* at the end of the script."""
-        if not isinstance(answer, ScriptedAnswer | HTTPErrorAnswer | DroppedConnection):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(answer, ScriptedAnswer | HTTPErrorAnswer | DroppedConnection | RawAnswer):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(
-                "a script holds ScriptedAnswer, HTTPErrorAnswer or DroppedConnection values,"
-                f" got {answer!r}"
+                "a script holds ScriptedAnswer, HTTPErrorAnswer, DroppedConnection or"
+                f" RawAnswer values, got {answer!r}"
             )
         self._queue.append(answer)
 
@@ -212,6 +212,16 @@ class ScriptedModel:
                 status=answer.status,
                 headers=headers_out,
                 plan=StreamPlan(chunks=((0.0, body),) if body else ()),
+                delay=answer.delay,
+            )
+        if isinstance(answer, RawAnswer):
+            headers_out = _merge_headers(
+                {"content-type": "text/event-stream", "request-id": request_id}, answer.headers
+            )
+            return ScriptedResponse(
+                status=answer.status,
+                headers=headers_out,
+                plan=StreamPlan(chunks=answer.chunks, disconnect=answer.disconnect),
                 delay=answer.delay,
             )
         headers_out = _merge_headers(
