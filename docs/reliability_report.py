@@ -5,7 +5,7 @@
 Every figure in the report comes from this run: test outcomes, hypothesis examples
 (parsed from ``--hypothesis-show-statistics``), leak checks and leaks found
 (``trio_agent.testing._leaks.STATISTICS``), histories and tool_use ids checked for
-pairing (``tests/faults_support.FIGURES``).
+pairing (``trio_agent.testing._history.STATISTICS``, counted by ``check_history``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-F = "tests/test_faults_"
+MODEL = "tests/model/test_faults_"
+LOOP = "tests/loop/test_faults_"
 
 #: (row, case, test functions: "file::name" — parametrized variants are summed)
 ROWS: list[tuple[str, str, list[str]]] = [
@@ -27,130 +28,130 @@ ROWS: list[tuple[str, str, list[str]]] = [
         "1",
         "429 retry-after (s, ms, date, garbage, >60 s), none; 500/529/408/409; x-should-retry: exact schedules, typed error",
         [
-            F + "http.py::test_exact_retry_schedule_then_success_or_the_typed_error",
-            "tests/test_client.py::test_429_retry_after",
-            "tests/test_client.py::test_retry_after_http_date",
-            "tests/test_client.py::test_x_should_retry",
-            "tests/test_retry.py::test_retry_after",
+            MODEL + "http.py::test_exact_retry_schedule_then_success_or_the_typed_error",
+            "tests/model/test_client.py::test_429_retry_after",
+            "tests/model/test_client.py::test_retry_after_http_date",
+            "tests/model/test_client.py::test_x_should_retry",
+            "tests/model/test_retry.py::test_retry_after",
         ],
     ),
     (
         "2",
         "400/401/403/404/413 (also non-JSON 413): no retry, typed, request id",
-        [F + "http.py::test_4xx_is_not_retried_and_carries_the_request_id"],
+        [MODEL + "http.py::test_4xx_is_not_retried_and_carries_the_request_id"],
     ),
     (
         "3",
         "a 200 that is JSON or HTML",
-        [F + "http.py::test_a_200_that_is_not_sse_is_a_protocol_error"],
+        [MODEL + "http.py::test_a_200_that_is_not_sse_is_a_protocol_error"],
     ),
     (
         "4",
         "reset / timeout before headers: retried, no tool started",
-        [F + "http.py::test_reset_or_timeout_before_headers_is_retried_and_starts_no_tool"],
+        [MODEL + "http.py::test_reset_or_timeout_before_headers_is_retried_and_starts_no_tool"],
     ),
     (
         "5",
         "every byte split, CR/LF/CRLF/mixed, BOM, U+2028/2029/0085 in JSON",
         [
-            F + "stream.py::test_every_single_split_position",
-            F + "stream.py::test_mixed_endings_and_any_splits_give_the_clean_events",
-            F + "stream.py::test_line_separators_inside_json_strings_are_not_line_breaks",
-            "tests/test_client_scripted.py::test_any_message_any_framing_streams_exactly",
+            MODEL + "stream.py::test_every_single_split_position",
+            MODEL + "stream.py::test_mixed_endings_and_any_splits_give_the_clean_events",
+            MODEL + "stream.py::test_line_separators_inside_json_strings_are_not_line_breaks",
+            "tests/model/test_client_scripted.py::test_any_message_any_framing_streams_exactly",
         ],
     ),
     (
         "6",
         "comments, unknown fields/events/deltas/blocks/stop reasons, 10k pings",
         [
-            F + "stream.py::test_comments_unknown_things_and_10k_pings",
-            F + "stream.py::test_unknown_block_type_is_kept_opaque",
-            F + "stream.py::test_events_with_empty_data_are_not_dispatched",
+            MODEL + "stream.py::test_comments_unknown_things_and_10k_pings",
+            MODEL + "stream.py::test_unknown_block_type_is_kept_opaque",
+            MODEL + "stream.py::test_events_with_empty_data_are_not_dispatched",
         ],
     ),
     (
         "7",
         "in-stream error after text and a finished tool_use",
         [
-            F + "turn.py::test_error_event_after_text_and_a_finished_tool_use",
-            F + "turn.py::test_error_after_a_started_tool_keeps_text_and_pair_in_history",
+            LOOP + "turn.py::test_error_event_after_text_and_a_finished_tool_use",
+            LOOP + "turn.py::test_error_after_a_started_tool_keeps_text_and_pair_in_history",
         ],
     ),
     (
         "8",
         "disconnect mid-event, no message_stop, idle, stall, 1 byte/s drip",
         [
-            F + "stream.py::test_disconnect_at_any_byte_is_truncated_and_keeps_what_arrived",
-            F + "stream.py::test_drip_one_byte_per_second",
-            F + "stream.py::test_idle_and_no_message_stop",
-            "tests/test_client_scripted.py::test_pings_during_a_stall_keep_it_alive_but_count_as_stall",
+            MODEL + "stream.py::test_disconnect_at_any_byte_is_truncated_and_keeps_what_arrived",
+            MODEL + "stream.py::test_drip_one_byte_per_second",
+            MODEL + "stream.py::test_idle_and_no_message_stop",
+            "tests/model/test_client_scripted.py::test_pings_during_a_stall_keep_it_alive_but_count_as_stall",
         ],
     ),
     (
         "9",
         "malformed data, cut/invalid partial_json, unstopped block, bad indices, 2nd message_start",
         [
-            F + "stream.py::test_protocol_violations_are_typed_and_close_the_stream",
-            F + "stream.py::test_malformed_data_is_a_protocol_error",
-            F + "stream.py::test_cut_or_invalid_partial_json_marks_the_block_invalid",
-            "tests/test_accumulate.py::test_protocol_violations",
+            MODEL + "stream.py::test_protocol_violations_are_typed_and_close_the_stream",
+            MODEL + "stream.py::test_malformed_data_is_a_protocol_error",
+            MODEL + "stream.py::test_cut_or_invalid_partial_json_marks_the_block_invalid",
+            "tests/model/test_accumulate.py::test_protocol_violations",
         ],
     ),
     (
         "10",
         "8 MiB line, huge partial_json, 100k nesting, 5000 digits, duplicate keys, NaN",
         [
-            F + "stream.py::test_deep_nesting_is_a_limit_error_not_a_recursion_error",
-            F + "stream.py::test_huge_numbers_nan_and_duplicate_keys",
-            F + "stream.py::test_huge_partial_json_is_a_limit_error_before_it_is_kept",
-            F + "stream.py::test_8_mib_line_is_a_limit_error_in_bounded_memory",
-            F + "stream.py::test_event_over_the_limit_is_typed",
+            MODEL + "stream.py::test_deep_nesting_is_a_limit_error_not_a_recursion_error",
+            MODEL + "stream.py::test_huge_numbers_nan_and_duplicate_keys",
+            MODEL + "stream.py::test_huge_partial_json_is_a_limit_error_before_it_is_kept",
+            MODEL + "stream.py::test_8_mib_line_is_a_limit_error_in_bounded_memory",
+            MODEL + "stream.py::test_event_over_the_limit_is_typed",
         ],
     ),
     (
         "11",
         "refusal / error after a side-effecting tool_use: queued tool never starts",
         [
-            F + "turn.py::test_error_after_a_queued_side_effect_never_starts_it",
-            F + "turn.py::test_refusal_after_a_queued_side_effect_never_starts_it",
+            LOOP + "turn.py::test_error_after_a_queued_side_effect_never_starts_it",
+            LOOP + "turn.py::test_refusal_after_a_queued_side_effect_never_starts_it",
         ],
     ),
     (
         "12",
         "cancellation at every step of a turn; KeyboardInterrupt",
         [
-            F + "turn.py::test_cancellation_at_every_checkpoint_of_a_turn",
-            F + "turn.py::test_keyboard_interrupt_kills_the_subprocess_and_reraises",
-            F + "turn.py::test_abort_at_any_time_keeps_the_session_paired",
-            "tests/test_loop_abort.py::test_abort_at_every_event",
-            "tests/test_loop_abort.py::test_abort_at_any_time",
+            LOOP + "turn.py::test_cancellation_at_every_checkpoint_of_a_turn",
+            LOOP + "turn.py::test_keyboard_interrupt_kills_the_subprocess_and_reraises",
+            LOOP + "turn.py::test_abort_at_any_time_keeps_the_session_paired",
+            "tests/loop/test_loop.py::test_abort_at_every_event",
+            "tests/loop/test_loop.py::test_abort_at_any_time",
         ],
     ),
     (
         "13",
         "tool raises / hangs shielded / returns garbage / progress after finishing",
         [
-            F + "turn.py::test_shielded_tool_delays_the_abort_but_loses_nothing",
-            "tests/test_executor.py::test_progress_after_the_result_is_dropped",
+            LOOP + "turn.py::test_shielded_tool_delays_the_abort_but_loses_nothing",
+            "tests/executor/test_executor.py::test_progress_after_the_result_is_dropped",
         ],
     ),
     (
         "14",
         "permission callback raises / hangs; consumer stops reading",
         [
-            F + "turn.py::test_permission_callback_that_hangs_then_aborted",
-            F + "turn.py::test_permission_callback_that_raises_denies",
-            F + "turn.py::test_a_consumer_that_stops_reading_does_not_stall_the_tools",
-            "tests/test_executor.py::test_a_consumer_that_stops_reading_does_not_block",
+            LOOP + "turn.py::test_permission_callback_that_hangs_then_aborted",
+            LOOP + "turn.py::test_permission_callback_that_raises_denies",
+            LOOP + "turn.py::test_a_consumer_that_stops_reading_does_not_stall_the_tools",
+            "tests/executor/test_executor.py::test_a_consumer_that_stops_reading_does_not_block",
         ],
     ),
     (
         "15",
         "transcript crash mid-write resumes to a valid history",
         [
-            "tests/test_transcript.py::test_crash_at_every_byte_of_the_last_line",
-            "tests/test_transcript.py::test_any_crash_point_resumes_to_a_valid_prefix",
-            F + "turn.py::test_hostile_transcript_line_is_a_transcript_error",
+            "tests/session/test_transcript.py::test_crash_at_every_byte_of_the_last_line",
+            "tests/session/test_transcript.py::test_any_crash_point_resumes_to_a_valid_prefix",
+            LOOP + "turn.py::test_hostile_transcript_line_is_a_transcript_error",
         ],
     ),
     (
@@ -159,7 +160,7 @@ ROWS: list[tuple[str, str, list[str]]] = [
         [
             "tests/test_security.py::test_only_allowed_known_tools_ever_run",
             "tests/test_security.py::test_permission_is_asked_before_the_tool_runs",
-            "tests/test_rules.py::test_precedence_matches_a_simple_model",
+            "tests/loop/test_rules.py::test_precedence_matches_a_simple_model",
         ],
     ),
     (
@@ -167,9 +168,9 @@ ROWS: list[tuple[str, str, list[str]]] = [
         "workspace confinement (.., absolute, symlink out, NUL)",
         [
             "tests/test_security.py::test_file_tools_never_touch_anything_outside",
-            "tests/test_builtin_workspace.py::test_rejected",
-            "tests/test_builtin_workspace.py::test_symlink_escapes",
-            "tests/test_builtin_files.py::test_write_escapes_have_no_side_effect",
+            "tests/tools/test_builtin_workspace.py::test_rejected",
+            "tests/tools/test_builtin_workspace.py::test_symlink_escapes",
+            "tests/tools/test_builtin_files.py::test_write_escapes_have_no_side_effect",
         ],
     ),
     (
@@ -178,8 +179,8 @@ ROWS: list[tuple[str, str, list[str]]] = [
         [
             "tests/test_security.py::test_bash_command_reaches_bash_verbatim",
             "tests/test_security.py::test_bash_timeout_leaves_no_process",
-            "tests/test_builtin_bash.py::test_output_cap_keeps_the_tail",
-            "tests/test_builtin_bash.py::test_cancel_kills_the_process_tree",
+            "tests/tools/test_builtin_bash.py::test_output_cap_keeps_the_tail",
+            "tests/tools/test_builtin_bash.py::test_cancel_kills_the_process_tree",
         ],
     ),
     (
@@ -188,10 +189,10 @@ ROWS: list[tuple[str, str, list[str]]] = [
         [
             "tests/test_security.py::test_sentinel_key_never_appears_anywhere",
             "tests/test_security.py::test_sentinel_key_not_in_cli_output",
-            "tests/test_client.py::test_api_key_never_leaks",
+            "tests/model/test_client.py::test_api_key_never_leaks",
         ],
     ),
-    ("L", "the leak helper finds each kind of leak", ["tests/test_leaks.py"]),
+    ("L", "the leak helper finds each kind of leak", ["tests/testing/test_leaks.py"]),
 ]
 
 _PASSING = re.compile(r"(\d+) passing")
@@ -231,18 +232,16 @@ def _base(nodeid: str) -> str:
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "tests"))
     files = sorted({t.split("::")[0] for _, _, tests in ROWS for t in tests})
     collector = Collector()
     code = pytest.main(
         ["-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics", "-o", "addopts=", *files],
         plugins=[collector],
     )
-    from faults_support import FIGURES  # same module objects as the tests used
-
+    from trio_agent.testing._history import STATISTICS as HISTORIES
     from trio_agent.testing._leaks import STATISTICS
 
-    planted = sum(n for t, n in collector.leaks.items() if t.startswith("tests/test_leaks.py"))
+    planted = sum(n for t, n in collector.leaks.items() if t.startswith("tests/testing/test_leaks.py"))
     unplanted = STATISTICS.leaks - planted
     lines = [
         "# Reliability and security report",
@@ -282,14 +281,14 @@ def main() -> int:
         f"- cases covered: {covered} of {len(ROWS)} (15 matrix rows, 4 security rows, the leak helper)",
         f"- tests run: {len(collector.outcomes)}; hypothesis examples run: {total_examples}",
         f"- leak checks run: {STATISTICS.checks}; leaks found: {unplanted}"
-        f" (plus {planted} planted on purpose by tests/test_leaks.py, and found)",
-        f"- histories checked for pairing: {FIGURES.histories_checked}"
-        f" ({FIGURES.tool_uses_checked} tool_use blocks); unpaired tool_use ids:"
-        f" {FIGURES.unpaired_tool_use_ids}",
+        f" (plus {planted} planted on purpose by tests/testing/test_leaks.py, and found)",
+        f"- histories checked for pairing: {HISTORIES.histories}"
+        f" ({HISTORIES.tool_uses} tool_use blocks); unpaired tool_use ids:"
+        f" {HISTORIES.unpaired}",
         f"- pytest exit status: {int(code)}",
         "",
         "A leak check that finds something raises `LeakError`, so a leak outside",
-        "tests/test_leaks.py would also have failed its test.",
+        "tests/testing/test_leaks.py would also have failed its test.",
         "",
         "## Known bugs, pinned as strict xfails",
         "",

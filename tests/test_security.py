@@ -1,9 +1,9 @@
 """Security: the permission gate, workspace confinement, Bash, and secrets.
 
 Already covered elsewhere (referenced in docs/RELIABILITY.md): workspace escapes in
-tests/test_builtin_workspace.py and test_builtin_files.py (``..``, absolute paths,
+tests/tools/test_builtin_workspace.py and test_builtin_files.py (``..``, absolute paths,
 symlinks out, NUL bytes, no side effect); Bash verbatim command, timeout, output cap,
-group kill in tests/test_builtin_bash.py; rule precedence in tests/test_rules.py.
+group kill in tests/tools/test_builtin_bash.py; rule precedence in tests/loop/test_rules.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import trio
-from faults_support import SENTINEL_KEY, check_pairing, client_for, run_virtual
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,9 +37,13 @@ from trio_agent.testing import (
     LeakCheck,
     ScriptedAnswer,
     ScriptedModel,
+    check_history,
     no_leaks,
+    run_virtual,
 )
 from trio_agent.tools import Bash, Workspace, default_tools
+
+SENTINEL_KEY = "sk-ant-api03-SENTINEL-9f8e7d6c5b4a-DO-NOT-LEAK"
 
 # -- permission gate: before any side effect; deny wins; unknown tools never run -----
 
@@ -56,11 +59,16 @@ def _recording(name: str, log: list[str]) -> Tool:
 async def _turn(model: ScriptedModel, tools: list[Tool], **kw: Any) -> tuple[list[Any], TurnEnd]:
     events: list[Any] = []
     async with query(
-        client_for(model), [UserMessage("go")], tools=tools, model="m", max_tokens=10, **kw
+        model.client(api_key=SENTINEL_KEY),
+        [UserMessage("go")],
+        tools=tools,
+        model="m",
+        max_tokens=10,
+        **kw,
     ) as stream:
         async for event in stream:
             events.append(event)
-    check_pairing(events[-1].messages)
+    check_history(events[-1].messages)
     return events, events[-1]
 
 
@@ -134,9 +142,9 @@ def test_file_tools_never_touch_anything_outside(tmp_path_factory: Any, path: st
     before = sorted((p.name, p.stat().st_mtime_ns) for p in outside.iterdir())
     tools = {t.name: t for t in default_tools(Workspace(root))}
     inputs = {
-        "Read": {"file_path": path},
-        "Write": {"file_path": path, "content": "pwned"},
-        "Edit": {"file_path": path, "old_string": "secret", "new_string": "pwned"},
+        "Read": {"path": path},
+        "Write": {"path": path, "content": "pwned"},
+        "Edit": {"path": path, "old_string": "secret", "new_string": "pwned"},
         "Glob": {"pattern": "*", "path": path},
         "Grep": {"pattern": "secret", "path": path},
     }
@@ -146,8 +154,7 @@ def test_file_tools_never_touch_anything_outside(tmp_path_factory: Any, path: st
 
         for name, input in inputs.items():
             tool = tools[name]
-            if tool.validate(input) is not None:
-                continue
+            assert tool.validate(input) is None, (name, input)  # every tool really runs
             out = await tool.run(input, ToolContext("t", name, None))
             text = out if isinstance(out, str) else str(getattr(out, "content", out))
             assert "secret" not in text or (name == "Grep" and "secret" not in text.split(":")[-1])
@@ -206,7 +213,7 @@ async def test_sentinel_key_never_appears_anywhere(
     )
     from trio_agent import RetryPolicy
 
-    client = client_for(model, retry=RetryPolicy(max_retries=2, jitter=(1, 1)))
+    client = model.client(api_key=SENTINEL_KEY, retry=RetryPolicy(max_retries=2, jitter=(1, 1)))
     session = Session(
         client, [_recording("Write", [])], model="m", transcript_path=tmp_path / "t.jsonl"
     )

@@ -9,6 +9,8 @@
 - The harness for users' own tools: :func:`tool_calls` (hypothesis batches of
   calls), :func:`run_tool_calls` (the real executor with the real tools, in
   virtual or real time) and :func:`check_tool_run`.
+- :func:`run_virtual`: one ``trio.run`` in virtual time under a leak check.
+- :func:`check_history`: a conversation history is one the Messages API accepts.
 
 The hypothesis strategies live in :mod:`trio_agent.testing.strategies` and
 :func:`scenarios` (they need the ``testing`` extra).
@@ -18,12 +20,14 @@ from ._answers import Answer as Answer
 from ._answers import DroppedConnection as DroppedConnection
 from ._answers import Faults as Faults
 from ._answers import HTTPErrorAnswer as HTTPErrorAnswer
+from ._answers import RawAnswer as RawAnswer
 from ._answers import ScriptedAnswer as ScriptedAnswer
 from ._answers import Timing as Timing
 from ._checks import CallFacts as CallFacts
 from ._checks import RunRecord as RunRecord
 from ._checks import check_record as check_record
 from ._checks import check_trace as check_trace
+from ._history import check_history as check_history
 from ._leaks import LeakCheck as LeakCheck
 from ._leaks import LeakError as LeakError
 from ._leaks import Leaks as Leaks
@@ -56,6 +60,7 @@ from ._trace import Trace as Trace
 from ._trace import TraceEvent as TraceEvent
 from ._trace import result_kind as result_kind
 from ._trace import run_scenario as run_scenario
+from ._virtual import run_virtual as run_virtual
 
 __all__ = [
     "Answer",
@@ -68,6 +73,7 @@ __all__ = [
     "LeakCheck",
     "LeakError",
     "Leaks",
+    "RawAnswer",
     "RunRecord",
     "ScenarioCall",
     "ScenarioError",
@@ -84,6 +90,7 @@ __all__ = [
     "ToolScenario",
     "Trace",
     "TraceEvent",
+    "check_history",
     "check_record",
     "check_tool_run",
     "check_trace",
@@ -97,6 +104,7 @@ __all__ = [
     "result_kind",
     "run_scenario",
     "run_tool_calls",
+    "run_virtual",
     "scenarios",
     "serve_scripted_model",
     "tool_calls",

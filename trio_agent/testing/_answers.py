@@ -304,4 +304,37 @@ class DroppedConnection:
     delay: float = attrs.field(default=0.0, validator=_non_negative)
 
 
-Answer: TypeAlias = ScriptedAnswer | HTTPErrorAnswer | DroppedConnection
+def _chunks(value: Sequence[tuple[float, bytes]]) -> tuple[tuple[float, bytes], ...]:
+    return tuple((float(delay), bytes(data)) for delay, data in value)
+
+
+@attrs.frozen(kw_only=True)
+class RawAnswer:
+    """Raw response bytes: what no well-formed answer can show (torn, split, malformed
+    or endless SSE, unknown events, a body cut by a reset).
+
+    Attributes:
+        chunks: ``(delay, data)`` pairs: sleep *delay* seconds, then send *data*.
+        status: The HTTP status code.
+        headers: Response headers (``content-type: text/event-stream`` and a
+            ``request-id`` by default).
+        disconnect: Drop the connection after the last chunk (in process:
+            ``httpx.ReadError``) instead of ending the body cleanly.
+        delay: Seconds before the response headers are sent.
+    """
+
+    chunks: tuple[tuple[float, bytes], ...] = attrs.field(converter=_chunks)
+    status: int = 200
+    headers: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=_frozen_mapping)
+    disconnect: bool = False
+    delay: float = attrs.field(default=0.0, validator=_non_negative)
+
+    @chunks.validator  # pyright: ignore[reportUntypedFunctionDecorator, reportAttributeAccessIssue]
+    def _check_chunks(
+        self, _: attrs.Attribute[Any], value: tuple[tuple[float, bytes], ...]
+    ) -> None:
+        if any(delay < 0 for delay, _ in value):
+            raise ValueError("chunk delays must be >= 0")
+
+
+Answer: TypeAlias = ScriptedAnswer | HTTPErrorAnswer | DroppedConnection | RawAnswer

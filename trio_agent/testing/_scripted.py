@@ -11,14 +11,17 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 import attrs
 import httpx
 import trio
 
-from ._answers import Answer, DroppedConnection, HTTPErrorAnswer, ScriptedAnswer
+from ._answers import Answer, DroppedConnection, HTTPErrorAnswer, RawAnswer, ScriptedAnswer
 from ._sse_render import StreamPlan, plan_stream
+
+if TYPE_CHECKING:
+    from .. import AnthropicClient, RetryPolicy
 
 __all__ = ["ScriptedModel", "ScriptedRequest", "ScriptedResponse"]
 
@@ -119,10 +122,10 @@ class ScriptedModel:
 
     def append(self, answer: Answer) -> None:
         """Add *answer* at the end of the script."""
-        if not isinstance(answer, ScriptedAnswer | HTTPErrorAnswer | DroppedConnection):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(answer, ScriptedAnswer | HTTPErrorAnswer | DroppedConnection | RawAnswer):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(
-                "a script holds ScriptedAnswer, HTTPErrorAnswer or DroppedConnection values,"
-                f" got {answer!r}"
+                "a script holds ScriptedAnswer, HTTPErrorAnswer, DroppedConnection or"
+                f" RawAnswer values, got {answer!r}"
             )
         self._queue.append(answer)
 
@@ -144,6 +147,33 @@ class ScriptedModel:
     def transport(self) -> httpx.AsyncBaseTransport:
         """An in-process transport for ``httpx.AsyncClient(transport=...)``."""
         return _ScriptedTransport(self)
+
+    def client(
+        self,
+        *,
+        api_key: str = "sk-scripted",
+        retry: RetryPolicy | None = None,
+        **kwargs: Any,
+    ) -> AnthropicClient:
+        """An :class:`~trio_agent.AnthropicClient` talking to this model in process.
+
+        Retrying is off unless *retry* says otherwise; *kwargs* go to the client.
+
+        Example::
+
+            model = ScriptedModel([ScriptedAnswer(blocks=[TextBlock("Hello")])])
+            async with query(model.client(), prompt, tools=[], model="m", max_tokens=64) as events:
+                ...
+        """
+        from .. import AnthropicClient, RetryPolicy
+
+        return AnthropicClient(
+            api_key=api_key,
+            base_url="http://scripted",
+            http_client=httpx.AsyncClient(transport=self.transport()),
+            retry=retry if retry is not None else RetryPolicy.never(),
+            **kwargs,
+        )
 
     def respond(
         self, method: str, path: str, headers: Iterable[tuple[str, str]], content: bytes
@@ -182,6 +212,16 @@ class ScriptedModel:
                 status=answer.status,
                 headers=headers_out,
                 plan=StreamPlan(chunks=((0.0, body),) if body else ()),
+                delay=answer.delay,
+            )
+        if isinstance(answer, RawAnswer):
+            headers_out = _merge_headers(
+                {"content-type": "text/event-stream", "request-id": request_id}, answer.headers
+            )
+            return ScriptedResponse(
+                status=answer.status,
+                headers=headers_out,
+                plan=StreamPlan(chunks=answer.chunks, disconnect=answer.disconnect),
                 delay=answer.delay,
             )
         headers_out = _merge_headers(

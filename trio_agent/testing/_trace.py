@@ -57,7 +57,7 @@ _SCHEMA: Mapping[str, Any] = {
 
 
 class InvariantViolation(AssertionError):
-    """A trace breaks one of the executor's invariants."""
+    """A trace, run record or history breaks one of its invariants."""
 
 
 @attrs.frozen

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from faults_support import check_pairing, client_for, run_virtual
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +38,16 @@ from trio_agent import (
 )
 from trio_agent._session._session import Session
 from trio_agent._session._transcript import read_transcript
-from trio_agent.testing import Faults, LeakCheck, ScriptedAnswer, ScriptedModel, Timing, no_leaks
+from trio_agent.testing import (
+    Faults,
+    LeakCheck,
+    ScriptedAnswer,
+    ScriptedModel,
+    Timing,
+    check_history,
+    no_leaks,
+    run_virtual,
+)
 
 SLOW = Timing(token_delay=0.1, block_delay=0.1)
 
@@ -63,13 +71,13 @@ def act_tool(log: Log, *, duration: float = 5.0, name: str = "Act", safe: bool =
 async def turn(model: ScriptedModel, tools: Sequence[Tool], **kw: Any) -> tuple[list[Any], TurnEnd]:
     events: list[Any] = []
     async with query(
-        client_for(model), [UserMessage("go")], tools=tools, model="m", max_tokens=100, **kw
+        model.client(), [UserMessage("go")], tools=tools, model="m", max_tokens=100, **kw
     ) as stream:
         async for event in stream:
             events.append(event)
     end = events[-1]
     assert isinstance(end, TurnEnd)
-    check_pairing(end.messages)
+    check_history(end.messages)
     return events, end
 
 
@@ -243,7 +251,7 @@ def run_cancelled_at(k: int, tmp: Path) -> tuple[int, Session]:
     model = ScriptedModel(session_script())
     log = Log()
     tools = [act_tool(log, name="Look", safe=True, duration=1), act_tool(log, duration=2)]
-    session = Session(client_for(model), tools, model="m", transcript_path=tmp / f"t{k}.jsonl")
+    session = Session(model.client(), tools, model="m", transcript_path=tmp / f"t{k}.jsonl")
     cancel = CancelAfterSteps(k)
 
     async def main() -> None:
@@ -257,8 +265,8 @@ def run_cancelled_at(k: int, tmp: Path) -> tuple[int, Session]:
 
     run_virtual(main, check=LeakCheck(models=[model], processes=False, fds=False))
     session.close()
-    check_pairing(session.messages)
-    check_pairing(read_transcript(tmp / f"t{k}.jsonl").messages)
+    check_history(session.messages)
+    check_history(read_transcript(tmp / f"t{k}.jsonl").messages)
     return cancel.steps, session
 
 
@@ -277,29 +285,28 @@ def test_keyboard_interrupt_kills_the_subprocess_and_reraises(tmp_path: Path) ->
     answer = ScriptedAnswer(
         blocks=[
             TextBlock("Sleeping."),
-            ToolUseBlock("b1", "Bash", {"command": "sleep 60 & sleep 60"}),
+            ToolUseBlock("b1", "Bash", {"command": "sleep 60 & echo started; sleep 60"}),
         ]
     )
     model = ScriptedModel([answer])
     bash = Bash(Workspace(tmp_path))
-    session = Session(client_for(model), [bash], model="m", transcript_path=tmp_path / "t.jsonl")
+    session = Session(model.client(), [bash], model="m", transcript_path=tmp_path / "t.jsonl")
 
     async def main() -> None:
         async with session.submit("go") as events:
             async for event in events:
-                if type(event).__name__ == "ToolProgress" or (isinstance(event, TextDelta)):
-                    pass
-                if type(event).__name__ == "AssistantMessage":
-                    await trio.sleep(0.2)  # let bash start its children
+                # "started" is printed once bash has started its children
+                if type(event).__name__ == "ToolProgress" and "started" in str(event.data):
                     signal.raise_signal(signal.SIGINT)
-                    await trio.sleep(5)
+                    await trio.sleep(5)  # the KeyboardInterrupt comes at this checkpoint
+        raise AssertionError("bash never said it started")  # pragma: no cover
 
     check = LeakCheck(models=[model], adopt_orphans=True, fds=False)  # the transcript stays open
     with check, pytest.raises(KeyboardInterrupt):
         trio.run(main, instruments=[check])
     session.close()
-    check_pairing(session.messages)
-    check_pairing(read_transcript(tmp_path / "t.jsonl").messages)
+    check_history(session.messages)
+    check_history(read_transcript(tmp_path / "t.jsonl").messages)
     assert os.getpid()  # (the leak check above found no process left)
 
 
@@ -408,7 +415,7 @@ async def test_a_consumer_that_stops_reading_does_not_stall_the_tools(
     log = Log()
     with no_leaks(models=[model], processes=False):
         async with query(
-            client_for(model),
+            model.client(),
             [UserMessage("go")],
             tools=[act_tool(log, name="Look", safe=True, duration=1)],
             model="m",
@@ -420,7 +427,7 @@ async def test_a_consumer_that_stops_reading_does_not_stall_the_tools(
                     first_result_at = trio.current_time()
                     await trio.sleep(100)  # the consumer goes away for a while
                 if isinstance(event, TurnEnd):
-                    check_pairing(event.messages)
+                    check_history(event.messages)
     assert sorted(log.ended.values()) == [1.0] * 5  # none waited for the consumer
 
 
@@ -464,27 +471,18 @@ def test_hostile_torn_last_line_is_dropped(tmp_path: Path, hostile: str) -> None
 
 @settings(max_examples=25, deadline=None)
 @given(at=st.floats(0, 3))
-def test_abort_at_any_time_keeps_the_session_paired(at: float) -> None:
+def test_abort_at_any_time_keeps_the_session_paired(at: float, run_turn_acting_at: Any) -> None:
     model = ScriptedModel(session_script())
     log = Log()
     session = Session(
-        client_for(model),
+        model.client(),
         [act_tool(log, name="Look", safe=True, duration=1), act_tool(log, duration=2)],
         model="m",
     )
 
-    async def main() -> None:
-        async with trio.open_nursery() as nursery:
+    async def main() -> list[Any]:
+        return await run_turn_acting_at(session.submit("go"), session.abort, after=at)
 
-            async def later() -> None:
-                await trio.sleep(at)
-                session.abort()
-
-            nursery.start_soon(later)
-            async with session.submit("go") as events:
-                async for _ in events:
-                    pass
-            nursery.cancel_scope.cancel()
-
-    run_virtual(main, check=LeakCheck(models=[model], processes=False))
-    check_pairing(session.messages)
+    events = run_virtual(main, check=LeakCheck(models=[model], processes=False))
+    assert isinstance(events[-1], TurnEnd)
+    check_history(session.messages)

@@ -276,7 +276,8 @@ def test_arguments_are_checked() -> None:
         batch(actions=[(1, "explode")])
 
 
-# -- check_tool_run catches broken runs -----------------------------------------------
+# -- check_tool_run catches broken runs (the mutations common to check_trace are in
+# test_checker_mutations.py) ---------------------------------------------------------
 
 
 @pytest.fixture
@@ -300,42 +301,6 @@ def edit(run: ToolRun, events: list[TraceEvent], **changes: Any) -> ToolRun:
 
 def find(run: ToolRun, kind: str, index: int) -> int:
     return next(p for p, e in enumerate(run.events) if e.kind == kind and e.index == index)
-
-
-def test_overlapping_non_safe_tools_are_caught(good: ToolRun) -> None:
-    events = list(good.events)
-    started = events.pop(find(good, "started", 2))
-    events.insert(find(good, "started", 0), started)
-    with pytest.raises(InvariantViolation, match="non-safe call 2 overlapped"):
-        check_tool_run(edit(good, events))
-
-
-def test_a_missing_result_is_caught(good: ToolRun) -> None:
-    events = list(good.events)
-    del events[find(good, "delivered", 3)]
-    with pytest.raises(InvariantViolation, match="call 3: 0 results"):
-        check_tool_run(edit(good, events))
-
-
-def test_results_out_of_order_are_caught(good: ToolRun) -> None:
-    events = list(good.events)
-    a, b = find(good, "delivered", 0), find(good, "delivered", 1)
-    events[a], events[b] = events[b], events[a]
-    with pytest.raises(InvariantViolation, match="results came in order"):
-        check_tool_run(edit(good, events))
-
-
-def test_progress_after_the_result_is_caught(good: ToolRun) -> None:
-    events = list(good.events)
-    progress = events.pop(find(good, "progress", 1))
-    events.insert(find(good, "finished", 1), progress)
-    with pytest.raises(InvariantViolation, match="progress after its result"):
-        check_tool_run(edit(good, events))
-
-
-def test_a_leaked_task_is_caught(good: ToolRun) -> None:
-    with pytest.raises(InvariantViolation, match="outlived"):
-        check_tool_run(attrs.evolve(good, leaked_tasks=("trio_agent tool look toolu_0",)))
 
 
 def with_result(run: ToolRun, index: int, **changes: Any) -> ToolRun:

@@ -154,3 +154,18 @@ async def test_connection_close_requests() -> None:
         first = await client.post("/v1/messages", json={})
         second = await client.post("/v1/messages", json={})
     assert first.content == second.content == render_sse(ANSWER)
+
+
+async def test_raw_answer_bytes_over_the_socket() -> None:
+    from trio_agent.testing import RawAnswer
+
+    model = ScriptedModel([RawAnswer(chunks=[(0.0, b"data: {oops\n"), (0.05, b"\n")])])
+    async with (
+        serve_scripted_model(model) as base_url,
+        httpx.AsyncClient(base_url=base_url) as client,
+        client.stream("POST", "/v1/messages", json={}) as response,
+    ):
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/event-stream"
+        body = b"".join([chunk async for chunk in response.aiter_raw()])
+    assert body == b"data: {oops\n\n"

@@ -21,10 +21,15 @@ def test_the_script_is_three_answers_with_unique_tool_ids() -> None:
 
 def test_the_reads_name_files_that_exist(tmp_path: Path) -> None:
     make_demo_workspace(tmp_path)
-    for turn in demo_script():
-        for b in turn.blocks:
-            if isinstance(b, ToolUseBlock) and b.name == "Read":
-                assert (tmp_path / b.input["path"]).is_file()
+    reads = [
+        b
+        for turn in demo_script()
+        for b in turn.blocks
+        if isinstance(b, ToolUseBlock) and b.name == "Read"
+    ]
+    assert len(reads) == 3
+    for b in reads:
+        assert (tmp_path / b.input["path"]).is_file()
 
 
 async def test_the_bash_command_says_what_the_model_claims(tmp_path: Path) -> None:
@@ -50,10 +55,10 @@ async def test_the_bash_command_says_what_the_model_claims(tmp_path: Path) -> No
 
 def test_the_tool_inputs_fit_the_real_tools(tmp_path: Path) -> None:
     tools = {t.name: t for t in default_tools(Workspace(tmp_path))}
-    for turn in demo_script():
-        for b in turn.blocks:
-            if isinstance(b, ToolUseBlock):
-                assert tools[b.name].validate(dict(b.input)) is None, b
+    uses = [b for turn in demo_script() for b in turn.blocks if isinstance(b, ToolUseBlock)]
+    assert len(uses) == 7
+    for b in uses:
+        assert tools[b.name].validate(dict(b.input)) is None, b
 
 
 def test_answers_stream_the_script() -> None:

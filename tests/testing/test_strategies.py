@@ -6,7 +6,6 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripted_reference import accumulate, decode_sse
 
 from trio_agent import AssistantMessage, ToolUseBlock
 from trio_agent.testing import Faults, ScriptedAnswer, render_events, render_sse
@@ -38,7 +37,7 @@ def test_assistant_messages_are_consistent(message: AssistantMessage) -> None:
 
 @SETTINGS
 @given(data=st.data())
-def test_event_streams_accumulate_to_their_message(data: st.DataObject) -> None:
+def test_event_streams_accumulate_to_their_message(data: st.DataObject, reference: Any) -> None:
     message = data.draw(assistant_messages(citations=True))
     events = data.draw(event_streams(messages=st.just(message)))
     assert events[0]["type"] == "message_start"
@@ -46,16 +45,18 @@ def test_event_streams_accumulate_to_their_message(data: st.DataObject) -> None:
     assert events[-2]["type"] in ("message_delta", "ping")
     indexes = [e["index"] for e in events if e["type"] == "content_block_start"]
     assert indexes == list(range(len(message.content)))
-    assert accumulate(events) == message.to_api()
+    assert reference.accumulate(events) == message.to_api()
     # and survive SSE encoding with any line ending
     ending = data.draw(line_endings())
-    assert [d for _, d in decode_sse(render_events(events, line_ending=ending))] == events
+    assert [d for _, d in reference.decode_sse(render_events(events, line_ending=ending))] == events
 
 
 @SETTINGS
 @given(events=event_streams())
-def test_event_streams_without_a_message_are_valid(events: list[dict[str, Any]]) -> None:
-    message = accumulate(events)
+def test_event_streams_without_a_message_are_valid(
+    events: list[dict[str, Any]], reference: Any
+) -> None:
+    message = reference.accumulate(events)
     assert AssistantMessage.from_api(message).to_api() == message
 
 
@@ -83,9 +84,9 @@ def test_chunkings_can_split_at_every_byte() -> None:
 
 @SETTINGS
 @given(answer=scripted_answers(faults=framings()))
-def test_scripted_answers_stream_their_message(answer: ScriptedAnswer) -> None:
-    decoded = [d for _, d in decode_sse(render_sse(answer))]
-    assert accumulate(decoded) == answer.message.to_api()
+def test_scripted_answers_stream_their_message(answer: ScriptedAnswer, reference: Any) -> None:
+    decoded = [d for _, d in reference.decode_sse(render_sse(answer))]
+    assert reference.accumulate(decoded) == answer.message.to_api()
 
 
 @SETTINGS

@@ -82,7 +82,8 @@ def test_runs_are_deterministic_in_virtual_time() -> None:
     assert first.schedule() == second.schedule() == reference_schedule(scenario)
 
 
-# -- check_trace catches broken traces -------------------------------------------------
+# -- check_trace catches broken traces (the mutations common to check_tool_run are in
+# test_checker_mutations.py) ---------------------------------------------------------
 
 
 def edit(trace: Trace, events: list[TraceEvent], **changes: Any) -> Trace:
@@ -98,74 +99,6 @@ def good() -> Trace:
     trace = run_scenario(MIXED)
     check_trace(trace)
     return trace
-
-
-def test_a_missing_result_is_caught(good: Trace) -> None:
-    events = list(good.events)
-    del events[find(good, "delivered", 3)]
-    with pytest.raises(InvariantViolation, match="call 3: 0 results"):
-        check_trace(edit(good, events))
-
-
-def test_a_duplicate_result_is_caught(good: Trace) -> None:
-    events = [*good.events, attrs.evolve(good.events[find(good, "delivered", 1)], kind="drained")]
-    with pytest.raises(InvariantViolation, match="call 1: 2 results"):
-        check_trace(edit(good, events))
-
-
-def test_results_out_of_order_are_caught(good: Trace) -> None:
-    events = list(good.events)
-    a, b = find(good, "delivered", 0), find(good, "delivered", 1)
-    events[a], events[b] = events[b], events[a]
-    with pytest.raises(InvariantViolation, match="results came in order"):
-        check_trace(edit(good, events))
-
-
-def test_a_result_for_a_call_never_added_is_caught(good: Trace) -> None:
-    events = [e for e in good.events if not (e.kind == "added" and e.index == 3)]
-    with pytest.raises(InvariantViolation, match="never added"):
-        check_trace(edit(good, events))
-
-
-def test_progress_after_the_result_is_caught(good: Trace) -> None:
-    events = list(good.events)
-    progress = events.pop(find(good, "progress", 0))
-    events.append(progress)
-    with pytest.raises(InvariantViolation, match="progress after its result"):
-        check_trace(edit(good, events))
-
-
-def test_an_overlapping_non_safe_call_is_caught(good: Trace) -> None:
-    events = list(good.events)
-    started = events.pop(find(good, "started", 2))
-    events.insert(find(good, "started", 0), started)
-    with pytest.raises(InvariantViolation, match="non-safe call 2 overlapped"):
-        check_trace(edit(good, events))
-
-
-def test_exceeding_the_cap_is_caught(good: Trace) -> None:
-    capped = attrs.evolve(good.scenario, max_concurrency=1)
-    with pytest.raises(InvariantViolation, match="2 tools ran at once, cap 1"):
-        check_trace(attrs.evolve(good, scenario=capped))
-
-
-def test_a_leaked_task_is_caught(good: Trace) -> None:
-    with pytest.raises(InvariantViolation, match="outlived"):
-        check_trace(attrs.evolve(good, leaked_tasks=("trio_agent tool x",)))
-
-
-def test_wrong_statistics_are_caught(good: Trace) -> None:
-    stats = attrs.evolve(good.statistics, executing=1)
-    with pytest.raises(InvariantViolation, match="final statistics"):
-        check_trace(attrs.evolve(good, statistics=stats))
-
-
-def test_a_started_flag_that_lies_is_caught(good: Trace) -> None:
-    events = list(good.events)
-    pos = find(good, "delivered", 1)
-    events[pos] = attrs.evolve(events[pos], detail=attrs.evolve(events[pos].detail, started=False))
-    with pytest.raises(InvariantViolation, match="started=False"):
-        check_trace(edit(good, events))
 
 
 def relabel(trace: Trace, index: int, reason: AbortReason | None) -> list[TraceEvent]:

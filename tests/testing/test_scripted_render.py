@@ -11,7 +11,6 @@ import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scripted_reference import accumulate, decode_sse
 from trio.testing import MockClock
 
 from trio_agent import (
@@ -74,7 +73,7 @@ def test_exact_bytes_of_a_small_answer() -> None:
     )
 
 
-def test_block_starts_and_deltas_per_block_type() -> None:
+def test_block_starts_and_deltas_per_block_type(reference: Any) -> None:
     answer = ScriptedAnswer(
         blocks=[
             ThinkingBlock("abcdef", "sig"),
@@ -99,7 +98,7 @@ def test_block_starts_and_deltas_per_block_type() -> None:
         (0, {"type": "signature_delta", "signature": "sig"}),
         (2, {"type": "input_json_delta", "partial_json": ""}),
     ]
-    assert accumulate(events) == answer.message.to_api()
+    assert reference.accumulate(events) == answer.message.to_api()
     assert answer.resolved_stop_reason == "tool_use"
 
 
@@ -111,13 +110,13 @@ def test_invalid_tool_input_is_streamed_raw() -> None:
     ]
 
 
-def test_citations_stream_as_citations_deltas() -> None:
+def test_citations_stream_as_citations_deltas(reference: Any) -> None:
     citation = {"type": "char_location", "cited_text": "x", "document_index": 0}
     answer = ScriptedAnswer(blocks=[TextBlock("quoted", (citation,))])
     events = answer.events()
     assert events[1]["content_block"] == {"type": "text", "text": "", "citations": []}
     assert {"type": "citations_delta", "citation": citation} in [e.get("delta") for e in events]
-    assert accumulate(events) == answer.message.to_api()
+    assert reference.accumulate(events) == answer.message.to_api()
 
 
 def test_pings_every_n_events() -> None:
@@ -137,14 +136,14 @@ def test_pings_every_n_events() -> None:
     ]
 
 
-def test_extra_message_keys_and_stop_sequence() -> None:
+def test_extra_message_keys_and_stop_sequence(reference: Any) -> None:
     answer = ScriptedAnswer(
         blocks=[TextBlock("a")],
         stop_reason="stop_sequence",
         stop_sequence="\n\nHuman:",
         extra={"container": None},
     )
-    message = accumulate(answer.events())
+    message = reference.accumulate(answer.events())
     assert message == answer.message.to_api()
     assert message["container"] is None
     assert message["stop_sequence"] == "\n\nHuman:"
@@ -185,11 +184,11 @@ def _expected_cuts(answer: ScriptedAnswer, length: int) -> set[int]:
 @SETTINGS
 @given(message=assistant_messages(citations=True), timing=timings(), framing=framings())
 def test_any_message_renders_and_decodes_back_exactly(
-    message: Any, timing: Timing, framing: Faults
+    message: Any, timing: Timing, framing: Faults, reference: Any
 ) -> None:
     answer = ScriptedAnswer.from_message(message, timing=timing, faults=framing)
     events = answer.events()
-    assert accumulate(events) == message.to_api()
+    assert reference.accumulate(events) == message.to_api()
     assert answer.message == message
     data = render_sse(answer)
     assert data.startswith(b"\xef\xbb\xbf") == framing.bom
@@ -200,7 +199,7 @@ def test_any_message_renders_and_decodes_back_exactly(
         assert b"\n" not in data
     else:
         assert data.count(b"\r") == data.count(b"\n") == data.count(b"\r\n")
-    assert decode_sse(data) == [(e["type"], e) for e in events]
+    assert reference.decode_sse(data) == [(e["type"], e) for e in events]
     plan = plan_stream(answer)
     assert plan.data == data
     assert all(chunk for _, chunk in plan.chunks)

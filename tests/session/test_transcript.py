@@ -23,27 +23,7 @@ from trio_agent._session._transcript import (
     read_transcript,
     repair_history,
 )
-
-
-def assert_valid_history(messages: Sequence[Message]) -> None:
-    """Every tool_use is answered by the next user message, every result by a tool_use."""
-    pending: list[str] = []
-    seen: set[str] = set()
-    for m in messages:
-        if isinstance(m, AssistantMessage):
-            ids = [b.id for b in m.tool_uses]
-            assert not seen.intersection(ids), "duplicate tool_use id"
-            seen.update(ids)
-            pending.extend(ids)
-        else:
-            results = [r.tool_use_id for r in m.tool_results]
-            assert sorted(results) == sorted(pending), (results, pending)
-            if not isinstance(m.content, str):
-                # tool results come first in a user message
-                kinds = [isinstance(b, ToolResultBlock) for b in m.content]
-                assert kinds == sorted(kinds, reverse=True)
-            pending = []
-    assert pending == []
+from trio_agent.testing import check_history
 
 
 def assistant(n: int, *tool_ids: str, text: str = "ok") -> AssistantMessage:
@@ -71,21 +51,11 @@ def write(path: Path, messages: Sequence[Message], *, system: object = "be brief
     w.close()
 
 
-HISTORY: list[Message] = [
-    UserMessage("fix the bug"),
-    assistant(1, "t1", "t2"),
-    results("t1", "t2"),
-    assistant(2, "t3"),
-    results("t3"),
-    assistant(3),
-]
-
-
-def test_round_trip(tmp_path: Path) -> None:
+def test_round_trip(tmp_path: Path, history: tuple[Message, ...]) -> None:
     path = tmp_path / "t.jsonl"
-    write(path, HISTORY, system=[{"type": "text", "text": "sys"}])
+    write(path, history, system=[{"type": "text", "text": "sys"}])
     t = read_transcript(path)
-    assert t.messages == tuple(HISTORY)
+    assert t.messages == tuple(history)
     assert t.model == "claude-test"
     assert t.system == [{"type": "text", "text": "sys"}]
     assert not t.torn_line
@@ -103,18 +73,18 @@ def test_round_trip(tmp_path: Path) -> None:
         "user",
         "assistant",
     ]
-    assert records[2]["message"] == HISTORY[1].to_api()
+    assert records[2]["message"] == history[1].to_api()
     assert all(isinstance(r["ts"], float) for r in records)
 
 
-def test_file_is_private_and_appended(tmp_path: Path) -> None:
+def test_file_is_private_and_appended(tmp_path: Path, history: tuple[Message, ...]) -> None:
     path = tmp_path / "t.jsonl"
-    write(path, HISTORY[:2])
+    write(path, history[:2])
     assert path.stat().st_mode & 0o077 == 0
     # a second writer (a resumed session) appends after a new header
     write(path, [results("t1", "t2")])
     t = read_transcript(path)
-    assert t.messages == tuple(HISTORY[:3])
+    assert t.messages == tuple(history[:3])
 
 
 def test_line_separators_stay_inside_one_line(tmp_path: Path) -> None:
@@ -125,15 +95,17 @@ def test_line_separators_stay_inside_one_line(tmp_path: Path) -> None:
     assert read_transcript(path).messages == (weird,)
 
 
-def test_crash_mid_tools_gets_synthetic_results(tmp_path: Path) -> None:
+def test_crash_mid_tools_gets_synthetic_results(
+    tmp_path: Path, history: tuple[Message, ...]
+) -> None:
     path = tmp_path / "t.jsonl"
-    write(path, HISTORY[:4])  # the last answer's tool t3 never finished
+    write(path, history[:4])  # the last answer's tool t3 never finished
     t = read_transcript(path)
     assert t.repaired_tool_use_ids == ("t3",)
     assert t.messages[-1] == UserMessage(
         [ToolResultBlock("t3", INTERRUPTED_TOOL_MESSAGE, is_error=True)]
     )
-    assert_valid_history(t.messages)
+    check_history(t.messages)
 
 
 def last_line_start(data: bytes) -> int:
@@ -141,9 +113,11 @@ def last_line_start(data: bytes) -> int:
 
 
 @pytest.mark.parametrize("upto", [2, 3, 4, 6])
-def test_crash_at_every_byte_of_the_last_line(tmp_path: Path, upto: int) -> None:
+def test_crash_at_every_byte_of_the_last_line(
+    tmp_path: Path, upto: int, history: tuple[Message, ...]
+) -> None:
     path = tmp_path / "t.jsonl"
-    write(path, HISTORY[:upto])
+    write(path, history[:upto])
     data = path.read_bytes()
     start = last_line_start(data)
     whole = read_transcript(path).messages
@@ -153,7 +127,7 @@ def test_crash_at_every_byte_of_the_last_line(tmp_path: Path, upto: int) -> None
         assert t.torn_line == (cut > start)
         assert t.valid_length == start
         assert t.messages == before.messages
-        assert_valid_history(t.messages)
+        check_history(t.messages)
     assert read_transcript_bytes(tmp_path, data).messages == whole
 
 
@@ -163,9 +137,9 @@ def read_transcript_bytes(tmp_path: Path, data: bytes):
     return read_transcript(path)
 
 
-def test_corrupt_middle_line_names_it(tmp_path: Path) -> None:
+def test_corrupt_middle_line_names_it(tmp_path: Path, history: tuple[Message, ...]) -> None:
     path = tmp_path / "t.jsonl"
-    write(path, HISTORY)
+    write(path, history)
     lines = path.read_bytes().split(b"\n")
     lines[3] = lines[3][:-5]
     path.write_bytes(b"\n".join(lines))
@@ -192,18 +166,20 @@ def test_bad_records(tmp_path: Path, line: bytes, match: str) -> None:
         read_transcript(path)
 
 
-def test_blank_and_unknown_lines_are_skipped(tmp_path: Path) -> None:
+def test_blank_and_unknown_lines_are_skipped(tmp_path: Path, history: tuple[Message, ...]) -> None:
     path = tmp_path / "t.jsonl"
-    write(path, HISTORY[:1])
+    write(path, history[:1])
     with path.open("ab") as f:
         f.write(b'\n{"type": "summary", "text": "x"}\n')
-    assert read_transcript(path).messages == tuple(HISTORY[:1])
+    assert read_transcript(path).messages == tuple(history[:1])
 
 
-def test_history_line_replaces_everything_before(tmp_path: Path) -> None:
+def test_history_line_replaces_everything_before(
+    tmp_path: Path, history: tuple[Message, ...]
+) -> None:
     path = tmp_path / "t.jsonl"
     w = TranscriptWriter.open(path, model="m")
-    for m in HISTORY[:4]:
+    for m in history[:4]:
         w.append(m)
     w.replace_history([UserMessage("summary of before"), assistant(9)])
     w.append(UserMessage("and now"))
@@ -245,9 +221,11 @@ def test_closed_writer_refuses(tmp_path: Path) -> None:
         w.append(UserMessage("x"))
 
 
-def test_resume_truncates_the_torn_line_before_appending(tmp_path: Path) -> None:
+def test_resume_truncates_the_torn_line_before_appending(
+    tmp_path: Path, history: tuple[Message, ...]
+) -> None:
     path = tmp_path / "t.jsonl"
-    write(path, HISTORY[:4])
+    write(path, history[:4])
     data = path.read_bytes()
     path.write_bytes(data[:-7])  # torn line: the assistant message with t3
     t = read_transcript(path)
@@ -258,7 +236,7 @@ def test_resume_truncates_the_torn_line_before_appending(tmp_path: Path) -> None
     t2 = read_transcript(path)
     assert not t2.torn_line
     assert t2.model == "m2"
-    assert t2.messages == (*HISTORY[:3], UserMessage("go on"))
+    assert t2.messages == (*history[:3], UserMessage("go on"))
 
 
 def test_repair_keeps_given_results_and_orders_them_first() -> None:
@@ -283,7 +261,7 @@ def test_repair_keeps_given_results_and_orders_them_first() -> None:
     assert fixed[5] == UserMessage(
         [ToolResultBlock("d", "gone", is_error=True), TextBlock("new prompt")]
     )
-    assert_valid_history(fixed)
+    check_history(fixed)
     assert repair_history(fixed) == (fixed, ())
     assert repair_history([UserMessage(""), assistant(1, "x"), UserMessage("")])[0][
         -1
@@ -321,7 +299,7 @@ def test_any_crash_point_resumes_to_a_valid_prefix(
     with open(path, "r+b") as f:
         f.truncate(cut)
     t = read_transcript(path)
-    assert_valid_history(t.messages)
+    check_history(t.messages)
     # what survived is the written history's prefix, plus synthetic results
     kept = [
         m

@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 import pytest
 import trio
-from faults_support import check_pairing, collect, run_virtual
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,6 +47,8 @@ from trio_agent.testing import (
     LeakCheck,
     ScriptedAnswer,
     ScriptedModel,
+    check_history,
+    run_virtual,
 )
 
 NOW = 1_800_000_000.0
@@ -71,6 +72,14 @@ class Timed(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         self.times.append(trio.current_time())
         return await self.inner.handle_async_request(request)
+
+
+async def collect(client: AnthropicClient) -> list[Any]:
+    """Every item of one streamed request."""
+    async with client.stream(
+        model="claude-x", max_tokens=64, messages=[UserMessage("hi")]
+    ) as channel:
+        return [item async for item in channel]
 
 
 def timed_client(
@@ -246,7 +255,7 @@ def test_reset_or_timeout_before_headers_is_retried_and_starts_no_tool(
         raise AssertionError("no TurnEnd")
 
     end = run_virtual(main, check=LeakCheck(models=[model], processes=False))
-    check_pairing(end.messages)
+    check_history(end.messages)
     if len(faults) > max_retries:
         assert end.reason is TurnEndReason.ERROR
         assert isinstance(end.error, APIConnectionError | APITimeoutError)

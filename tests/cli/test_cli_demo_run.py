@@ -1,4 +1,4 @@
-"""``trio-agent demo`` end to end (real tools, real time, a few seconds) and
+"""``trio-agent demo`` end to end (real tools, real time, the stream sped up) and
 ``trio-agent run`` past the key check, on the scripted model."""
 
 from __future__ import annotations
@@ -13,16 +13,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_loop import check_transcript, client_for  # tests/ is on sys.path
 
-from trio_agent import AssistantMessage, TextBlock, ToolUseBlock, message_from_api, read_transcript
+from trio_agent import (
+    AssistantMessage,
+    TextBlock,
+    ToolUseBlock,
+    UserMessage,
+    message_from_api,
+    read_transcript,
+)
 from trio_agent._cli import _agent as cli_agent
 from trio_agent._cli._main import main
-from trio_agent.testing import ScriptedAnswer, ScriptedModel
+from trio_agent.testing import ScriptedAnswer, ScriptedModel, check_history
 
 
 def test_demo_json_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--json"]) == 0
+    assert main(["demo", "--json", "--speed", "8"]) == 0  # real tools; the stream 8x faster
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     kinds = [r["type"] for r in records]
     assert kinds[-2:] == ["TurnEnd", "Timeline"]
@@ -38,7 +44,8 @@ def test_demo_json_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
         for r in records
         if r["type"] in ("AssistantMessage", "UserMessage")
     ]
-    check_transcript(messages)
+    # the events carry the answers and results, not the prompt that starts the turn
+    check_history([UserMessage("the demo prompt"), *messages], strict=True)
     answers = [m for m in messages if isinstance(m, AssistantMessage)]
     assert len(answers) == 3
     uses = [u for a in answers for u in a.tool_uses]
@@ -140,7 +147,7 @@ async def test_run_asks_and_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     model = ScriptedModel([WRITE, ScriptedAnswer(blocks=[TextBlock("Written.")])])
     out = Stdout()
     args = run_args(tmp_path)
-    assert await cli_agent.run_prompt(args, client=client_for(model), out=out) == 0  # type: ignore[arg-type]
+    assert await cli_agent.run_prompt(args, client=model.client(), out=out) == 0  # type: ignore[arg-type]
     assert (tmp_path / "note.txt").read_text() == "hello\n"
     assert len(asked) == 1
     assert "Allow Write(" in asked[0]  # Read is allowed without asking
@@ -148,7 +155,7 @@ async def test_run_asks_and_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert "Written." in out.text
     assert "[completed; 2 model calls;" in out.text
     assert "~$" in out.text  # a known model family: a cost estimate
-    check_transcript(read_transcript(args.transcript).messages)
+    check_history(read_transcript(args.transcript).messages, strict=True)
 
 
 async def test_run_denied_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -156,7 +163,7 @@ async def test_run_denied_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     model = ScriptedModel([WRITE, ScriptedAnswer(blocks=[TextBlock("OK, I won't.")])])
     out = Stdout()
     args = run_args(tmp_path, json=True)
-    assert await cli_agent.run_prompt(args, client=client_for(model), out=out) == 0  # type: ignore[arg-type]
+    assert await cli_agent.run_prompt(args, client=model.client(), out=out) == 0  # type: ignore[arg-type]
     assert not (tmp_path / "note.txt").exists()
     records = [json.loads(line) for line in out.text.splitlines()]
     results = {r["tool_use_id"]: r for r in records if r["type"] == "ToolResult"}
@@ -182,7 +189,7 @@ async def test_run_ctrl_c_aborts_the_turn(
     out = Stdout()
     args = run_args(tmp_path)
     try:
-        status = await cli_agent.run_prompt(args, client=client_for(model), out=out)  # type: ignore[arg-type]
+        status = await cli_agent.run_prompt(args, client=model.client(), out=out)  # type: ignore[arg-type]
     finally:
         release.set()
     assert status == 1
@@ -190,5 +197,5 @@ async def test_run_ctrl_c_aborts_the_turn(
     assert "[aborted_" in out.text  # streaming or tools: when the signal lands
     assert not (tmp_path / "note.txt").exists()
     history = read_transcript(args.transcript).messages
-    check_transcript(history)
+    check_history(history, strict=True)
     assert all(r.is_error for r in history[-1].tool_results)  # type: ignore[union-attr]

@@ -13,7 +13,7 @@ from benchmarks._markdown import BEGIN, END, write_markdown
 from benchmarks._report import Series, to_json
 from benchmarks._targets import targets
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _meta(**changes: Any) -> dict[str, Any]:

@@ -8,22 +8,18 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
 import trio
-from faults_support import (
-    RawServer,
-    collect,
-    run_virtual,
-    sse_events,
-    sse_response,
-)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_agent import (
+    AnthropicClient,
     MessageAccumulator,
+    StreamEvent,
     StreamLimitError,
     StreamLimits,
     StreamProtocolError,
@@ -31,9 +27,36 @@ from trio_agent import (
     StreamTruncatedError,
     TextBlock,
     ToolUseBlock,
+    UserMessage,
 )
 from trio_agent._model._sse import SSEParser
-from trio_agent.testing import LeakCheck, ScriptedAnswer, render_events, strategies
+from trio_agent.testing import (
+    LeakCheck,
+    RawAnswer,
+    ScriptedAnswer,
+    ScriptedModel,
+    render_events,
+    run_virtual,
+    strategies,
+)
+
+# The faults below need bytes no well-formed answer has: ScriptedModel serves them as
+# RawAnswer chunks.
+
+
+def sse_events(items: Iterable[Any]) -> list[Mapping[str, Any]]:
+    return [i.data for i in items if isinstance(i, StreamEvent)]
+
+
+async def collect(client: AnthropicClient, *, max_tokens: int = 64) -> list[Any]:
+    items: list[Any] = []
+    async with client.stream(
+        model="claude-x", max_tokens=max_tokens, messages=[UserMessage("hi")]
+    ) as channel:
+        async for item in channel:
+            items.append(item)
+    return items
+
 
 TRICKY = 'héllo \u2028 wörld \u2029 \u0085 ✓ 𝄞 \r\n " \\ end'
 
@@ -70,10 +93,10 @@ def with_endings(data: bytes, endings: list[str]) -> bytes:
 
 
 async def stream_bytes(chunks: list[bytes], **client_kw: Any) -> list[Any]:
-    server = RawServer([sse_response(chunks)])
-    check = LeakCheck(models=[server], processes=False, fds=False)
+    model = ScriptedModel([RawAnswer(chunks=[(0.0, c) for c in chunks])])
+    check = LeakCheck(models=[model], processes=False, fds=False)
     with check:
-        items = await collect(server.client(**client_kw))
+        items = await collect(model.client(**client_kw))
     return items
 
 
@@ -169,19 +192,16 @@ async def test_unknown_block_type_is_kept_opaque(autojump_clock: Any) -> None:
 @settings(max_examples=80, deadline=None)
 @given(cut=st.integers(0, 10_000))
 def test_disconnect_at_any_byte_is_truncated_and_keeps_what_arrived(cut: int) -> None:
-    import httpx
-
     data = clean_bytes()
     cut = min(cut, len(data) - 1)
 
     async def main() -> tuple[list[Any], BaseException | None]:
-        body = sse_response([data[:cut]], error_at_end=httpx.ReadError("reset"))
-        server = RawServer([body])
+        model = ScriptedModel([RawAnswer(chunks=[(0.0, data[:cut])], disconnect=True)])
         items: list[Any] = []
         error: BaseException | None = None
-        with LeakCheck(models=[server], processes=False, fds=False):
+        with LeakCheck(models=[model], processes=False, fds=False):
             try:
-                async with server.client().stream(
+                async with model.client().stream(
                     model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]
                 ) as channel:
                     async for item in channel:
@@ -199,33 +219,35 @@ def test_disconnect_at_any_byte_is_truncated_and_keeps_what_arrived(cut: int) ->
 async def test_drip_one_byte_per_second(autojump_clock: Any) -> None:
     data = clean_bytes()[:400] + b""
     rest = clean_bytes()[400:]
-    server = RawServer([(200, {"content-type": "text/event-stream"}, _drip(data, rest))])
-    with LeakCheck(models=[server], processes=False, fds=False):
+    model = ScriptedModel([RawAnswer(chunks=_drip(data, rest))])
+    with LeakCheck(models=[model], processes=False, fds=False):
         start = trio.current_time()
-        items = await collect(server.client(idle_timeout=5, stall_timeout=30))
+        items = await collect(model.client(idle_timeout=5, stall_timeout=30))
     assert trio.current_time() - start == pytest.approx(len(data), abs=1)
     result = items[-1]
     assert result.message == answer().message
     assert result.statistics.stalls >= 1  # a whole event took > 30 s to arrive
 
 
-def _drip(slow: bytes, fast: bytes) -> Any:
-    from faults_support import RawBody
-
-    return RawBody([(1.0, slow[i : i + 1]) for i in range(len(slow))] + [(0.0, fast)])
+def _drip(slow: bytes, fast: bytes) -> list[tuple[float, bytes]]:
+    return [(1.0, slow[i : i + 1]) for i in range(len(slow))] + [(0.0, fast)]
 
 
 async def test_idle_and_no_message_stop(autojump_clock: Any) -> None:
     from trio_agent import StreamIdleTimeoutError
 
     data = clean_bytes()
-    server = RawServer([sse_response([data[:300]]), sse_response([data[:300], b""], delay=0)])
-    server.responses[0][2].chunks = [(0.0, data[:300]), (100.0, data[300:])]
-    with LeakCheck(models=[server], processes=False, fds=False):
+    model = ScriptedModel(
+        [
+            RawAnswer(chunks=[(0.0, data[:300]), (100.0, data[300:])]),
+            RawAnswer(chunks=[(0.0, data[:300])]),
+        ]
+    )
+    with LeakCheck(models=[model], processes=False, fds=False):
         with pytest.raises(StreamIdleTimeoutError):
-            await collect(server.client(idle_timeout=10))
+            await collect(model.client(idle_timeout=10))
         with pytest.raises(StreamTruncatedError, match="before message_stop"):
-            await collect(server.client())
+            await collect(model.client())
 
 
 # -- row 9: malformed and out-of-protocol events ----------------------------------

@@ -146,8 +146,29 @@ def test_api_key_is_redacted_in_request_repr() -> None:
 
 
 def test_a_script_holds_only_answers() -> None:
-    with pytest.raises(TypeError, match="ScriptedAnswer, HTTPErrorAnswer or DroppedConnection"):
+    with pytest.raises(TypeError, match="HTTPErrorAnswer, DroppedConnection or RawAnswer"):
         ScriptedModel(["hello"])  # type: ignore[list-item]
+
+
+async def test_raw_answer_bytes_on_schedule(autojump_clock: Any) -> None:
+    from trio_agent.testing import RawAnswer
+
+    raw = RawAnswer(chunks=[(0.0, b"data: {oops\n"), (2.0, b"\n")], headers={"x-extra": "1"})
+    model = ScriptedModel([raw, RawAnswer(chunks=[(1.0, b"event: x\n")], disconnect=True)])
+    async with httpx.AsyncClient(transport=model.transport()) as client:
+        async with client.stream("POST", "http://scripted/v1/messages", json={}) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"] == "text/event-stream"
+            assert response.headers["x-extra"] == "1"
+            got = [(trio.current_time(), c) async for c in response.aiter_raw()]
+        assert got == [(0.0, b"data: {oops\n"), (2.0, b"\n")]
+        async with client.stream("POST", "http://scripted/v1/messages", json={}) as response:
+            with pytest.raises(httpx.ReadError):
+                async for _ in response.aiter_raw():
+                    pass
+    assert model.open_streams == 0
+    with pytest.raises(ValueError, match=">= 0"):
+        RawAnswer(chunks=[(-1.0, b"x")])
 
 
 async def test_dropped_connection(autojump_clock: Any) -> None:

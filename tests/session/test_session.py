@@ -11,7 +11,6 @@ from typing import Any
 import attrs
 import pytest
 import trio
-from test_loop import check_transcript, client_for  # tests/ is on sys.path
 
 from trio_agent import (
     AssistantMessage,
@@ -29,7 +28,7 @@ from trio_agent import (
     read_transcript,
 )
 from trio_agent._session._transcript import INTERRUPTED_TOOL_MESSAGE
-from trio_agent.testing import ScriptedAnswer, ScriptedModel, Timing
+from trio_agent.testing import ScriptedAnswer, ScriptedModel, Timing, check_history
 
 SLOW = Timing(token_delay=0.1, block_delay=0.1, text_chunk_size=4, json_chunk_size=4)
 
@@ -83,7 +82,7 @@ async def drain(session: Session, prompt: str, **kw: Any) -> list[Any]:
 
 
 def session_for(model: ScriptedModel, log: Log | None = None, **kw: Any) -> Session:
-    return Session(client_for(model), make_tools(log or Log()), model="m", **kw)
+    return Session(model.client(), make_tools(log or Log()), model="m", **kw)
 
 
 def replayed(events: list[Any], before: tuple[Message, ...]) -> tuple[Message, ...]:
@@ -149,16 +148,18 @@ async def test_transcript_written_as_messages_complete_and_fsynced_per_turn(
         ]
     )
     session = session_for(model, transcript_path=path)
+    checked = 0
     async with session.submit("go") as stream:
         async for event in stream:
             if isinstance(event, AssistantMessage | UserMessage):
-                # the message is on disk before the consumer sees the next event
-                # on disk before the consumer sees it (the reader answers a
-                # pending tool_use synthetically: compare the prefix)
+                # the message is on disk before the consumer sees it (the reader
+                # answers a pending tool_use synthetically: compare the prefix)
                 on_disk = read_transcript(path).messages
                 assert on_disk[: len(session.messages)] == session.messages
                 assert session.messages[-1] is event
                 assert synced == []  # fsynced at the end of the turn, not per message
+                checked += 1
+    assert checked == 3  # answer, results, answer
     assert len(session.messages) == 4
     assert len(synced) == 1
     session.close()
@@ -181,19 +182,8 @@ async def test_fsync_once_per_turn(
     session.close()
 
 
-async def abort_when(
-    session: Session, stream: Any, predicate: Any, *, interrupt: bool = False
-) -> list[Any]:
-    events: list[Any] = []
-    async for event in stream:
-        events.append(event)
-        if predicate(event):
-            session.interrupt() if interrupt else session.abort()
-    return events
-
-
 async def test_abort_mid_stream_keeps_pairing(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, run_turn_acting_at: Any
 ) -> None:
     path = tmp_path / "t.jsonl"
     log = Log()
@@ -203,14 +193,15 @@ async def test_abort_mid_stream_keeps_pairing(
         ]
     )
     session = session_for(model, log, transcript_path=path)
-    async with session.submit("go") as stream:
-        events = await abort_when(
-            session, stream, lambda e: isinstance(e, TextDelta) and e.index == 2
-        )
+    events = await run_turn_acting_at(
+        session.submit("go"),
+        session.abort,
+        at=lambda i, e: isinstance(e, TextDelta) and e.index == 2,
+    )
     end = events[-1]
     assert end.reason is TurnEndReason.ABORTED_STREAMING
     assert end.abort_reason == "user_interrupted"
-    check_transcript(session.messages)
+    check_history(session.messages, strict=True)
     cut = session.messages[1]
     assert isinstance(cut, AssistantMessage)
     assert cut.stop_reason is None
@@ -223,30 +214,35 @@ async def test_abort_mid_stream_keeps_pairing(
 
 
 async def test_abort_mid_tools_keeps_pairing(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, run_turn_acting_at: Any
 ) -> None:
     path = tmp_path / "t.jsonl"
     model = ScriptedModel(
         [answer(TextBlock("Working."), read("a", seconds=0.1), read("b", seconds=30.0))]
     )
     session = session_for(model, transcript_path=path)
-    async with session.submit("go") as stream:
-        events = await abort_when(session, stream, lambda e: isinstance(e, AssistantMessage))
+    events = await run_turn_acting_at(
+        session.submit("go"),
+        session.abort,
+        at=lambda i, e: isinstance(e, AssistantMessage),
+    )
     end = events[-1]
     assert end.reason is TurnEndReason.ABORTED_TOOLS
-    check_transcript(session.messages)
+    check_history(session.messages, strict=True)
     a, b = session.messages[2].tool_results
     assert (a.is_error, b.is_error) == (False, True)
     assert read_transcript(path).messages == session.messages
     # the conversation goes on from the aborted turn
     model.append(answer(TextBlock("Sorry, stopping.")))
     await drain(session, "stop that")
-    check_transcript(session.messages)
+    check_history(session.messages, strict=True)
     assert model.requests[1].body["messages"][-1] == UserMessage("stop that").to_param()
     session.close()
 
 
-async def test_interrupt_spares_block_tools(autojump_clock: trio.testing.MockClock) -> None:
+async def test_interrupt_spares_block_tools(
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+) -> None:
     log = Log()
     model = ScriptedModel(
         [
@@ -258,14 +254,15 @@ async def test_interrupt_spares_block_tools(autojump_clock: trio.testing.MockClo
         ]
     )
     session = session_for(model, log)
-    async with session.submit("go") as stream:
-        events = await abort_when(
-            session, stream, lambda e: isinstance(e, AssistantMessage), interrupt=True
-        )
+    events = await run_turn_acting_at(
+        session.submit("go"),
+        session.interrupt,
+        at=lambda i, e: isinstance(e, AssistantMessage),
+    )
     end = events[-1]
     assert end.reason is TurnEndReason.ABORTED_TOOLS
     assert end.abort_reason == "interrupt"
-    check_transcript(session.messages)
+    check_history(session.messages, strict=True)
     slow, bash = session.messages[-1].tool_results
     assert (slow.is_error, slow.content) == (False, "Slow done: ")
     assert bash.is_error
@@ -284,7 +281,7 @@ async def test_leaving_the_block_early_keeps_a_valid_history(
         async for event in stream:
             if isinstance(event, AssistantMessage):
                 break
-    check_transcript(session.messages)
+    check_history(session.messages, strict=True)
     (result,) = session.messages[-1].tool_results
     assert result.is_error
     assert read_transcript(path).messages == session.messages
@@ -332,9 +329,9 @@ async def test_resume_after_a_crash_mid_turn(
     assert before.repaired_tool_use_ids == ("a", "b")
 
     model2 = ScriptedModel([answer(TextBlock("Resumed."))])
-    resumed = Session.resume(crashed, client_for(model2), make_tools(Log()))
+    resumed = Session.resume(crashed, model2.client(), make_tools(Log()))
     assert (resumed.model, resumed.system) == ("m", "sys")
-    check_transcript(resumed.messages)
+    check_history(resumed.messages, strict=True)
     assert [type(m) for m in resumed.messages] == [UserMessage, AssistantMessage, UserMessage]
     assert [r.content for r in resumed.messages[2].tool_results] == [
         INTERRUPTED_TOOL_MESSAGE,
@@ -342,7 +339,7 @@ async def test_resume_after_a_crash_mid_turn(
     ]
     assert resumed.usage == resumed.messages[1].usage  # type: ignore[union-attr]
     await drain(resumed, "carry on")
-    check_transcript(resumed.messages)
+    check_history(resumed.messages, strict=True)
     sent = model2.requests[0].body
     assert sent["system"] == "sys"
     assert sent["messages"] == [m.to_param() for m in resumed.messages[:-1]]
@@ -364,7 +361,7 @@ async def test_resume_a_transcript_without_header_needs_a_model(tmp_path: Path) 
 
 
 async def test_resume_from_a_crash_at_any_byte(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, run_turn_acting_at: Any
 ) -> None:
     """Issue 6 item 15: wherever a crash cuts the file the Session wrote (two turns,
     one aborted mid-tools), it resumes to a valid history and the next request is
@@ -379,8 +376,11 @@ async def test_resume_from_a_crash_at_any_byte(
     )
     session = session_for(model, transcript_path=path, system="sys")
     await drain(session, "one")
-    async with session.submit("two") as stream:
-        await abort_when(session, stream, lambda e: isinstance(e, AssistantMessage))
+    await run_turn_acting_at(
+        session.submit("two"),
+        session.abort,
+        at=lambda i, e: isinstance(e, AssistantMessage),
+    )
     session.close()
     data = path.read_bytes()
     header_end = data.index(b"\n") + 1
@@ -390,15 +390,15 @@ async def test_resume_from_a_crash_at_any_byte(
         crashed = tmp_path / f"crash-{cut}.jsonl"
         crashed.write_bytes(data[:cut])
         replies = ScriptedModel([answer(TextBlock("ok"), timing=Timing())])
-        resumed = Session.resume(crashed, client_for(replies), make_tools(Log()))
-        check_transcript(resumed.messages)
+        resumed = Session.resume(crashed, replies.client(), make_tools(Log()))
+        check_history(resumed.messages, strict=True)
         # what survived is what was written, up to the cut (plus synthetic results)
         kept = [m for m in resumed.messages if isinstance(m, AssistantMessage)]
         written = [m for m in session.messages if isinstance(m, AssistantMessage)]
         assert kept == written[: len(kept)]
         await drain(resumed, "go on")
         resumed.close()
-        check_transcript(resumed.messages)
+        check_history(resumed.messages, strict=True)
         sent = replies.requests[0].body["messages"]
         assert sent == [m.to_param() for m in resumed.messages[:-1]]
         assert read_transcript(crashed).messages == resumed.messages

@@ -7,7 +7,6 @@ from typing import Any
 import httpx
 import pytest
 import trio
-from scripted_reference import decode_sse
 
 from trio_agent import TextBlock, ToolUseBlock
 from trio_agent.testing import (
@@ -46,8 +45,8 @@ async def _receive(
     return received, error
 
 
-def _names(data: bytes) -> list[str]:
-    return [name for name, _ in decode_sse(data)]
+def _names(reference: Any, data: bytes) -> list[str]:
+    return [name for name, _ in reference.decode_sse(data)]
 
 
 async def test_stall_delays_exactly_one_event(autojump_clock: Any) -> None:
@@ -56,11 +55,11 @@ async def test_stall_delays_exactly_one_event(autojump_clock: Any) -> None:
     assert [t for t, _ in received] == [0.0] * 3 + [10.0] * (len(answer.events()) - 3)
 
 
-async def test_stall_with_pings_sends_only_pings(autojump_clock: Any) -> None:
+async def test_stall_with_pings_sends_only_pings(autojump_clock: Any, reference: Any) -> None:
     answer = _answer(stall_before_event=2, stall_seconds=3.5, pings_only_for=1.0)
     received, _ = await _receive(answer)
     times = [t for t, _ in received]
-    names = [_names(chunk)[0] for _, chunk in received]
+    names = [_names(reference, chunk)[0] for _, chunk in received]
     assert names[:6] == [
         "message_start",
         "content_block_start",
@@ -93,23 +92,23 @@ async def test_disconnect_after_byte(autojump_clock: Any, after: int) -> None:
     assert f"after byte {min(after, len(full))}" in str(error)
 
 
-async def test_truncate_leaves_out_message_stop(autojump_clock: Any) -> None:
+async def test_truncate_leaves_out_message_stop(autojump_clock: Any, reference: Any) -> None:
     received, error = await _receive(_answer(truncate=True))
-    names = _names(b"".join(c for _, c in received))
+    names = _names(reference, b"".join(c for _, c in received))
     assert error is None
     assert names[-1] == "message_delta"
     assert "message_stop" not in names
 
 
-async def test_error_event_after_event_k(autojump_clock: Any) -> None:
+async def test_error_event_after_event_k(autojump_clock: Any, reference: Any) -> None:
     answer = _answer(error_event_after=2, error_type="overloaded_error")
     received, _ = await _receive(answer)
-    decoded = decode_sse(b"".join(c for _, c in received))
+    decoded = reference.decode_sse(b"".join(c for _, c in received))
     assert [d for _, d in decoded[:3]] == answer.events()[:3]
     assert decoded[3:] == [
         ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
     ]
-    other = decode_sse(render_sse(_answer(error_event_after=0, error_type="api_error")))
+    other = reference.decode_sse(render_sse(_answer(error_event_after=0, error_type="api_error")))
     assert other[-1][1]["error"] == {"type": "api_error", "message": "Internal server error"}
 
 
@@ -139,7 +138,9 @@ async def test_fixed_chunk_size(autojump_clock: Any) -> None:
     assert b"".join(chunks) == render_sse(ScriptedAnswer(blocks=BLOCKS))
 
 
-async def test_chunks_never_carry_bytes_before_their_time(autojump_clock: Any) -> None:
+async def test_chunks_never_carry_bytes_before_their_time(
+    autojump_clock: Any, reference: Any
+) -> None:
     # One big chunk size, but a token delay: bytes after a delay come in a later chunk.
     answer = ScriptedAnswer(
         blocks=[TextBlock("abcdefgh")],
@@ -148,18 +149,18 @@ async def test_chunks_never_carry_bytes_before_their_time(autojump_clock: Any) -
     )
     received, _ = await _receive(answer)
     assert [t for t, _ in received] == [0.0, 1.0, 2.0]
-    assert _names(received[0][1]) == ["message_start", "content_block_start"]
-    assert _names(received[2][1])[0] == "content_block_delta"
+    assert _names(reference, received[0][1]) == ["message_start", "content_block_start"]
+    assert _names(reference, received[2][1])[0] == "content_block_delta"
 
 
 @pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"])
-async def test_line_endings_and_bom(autojump_clock: Any, ending: str) -> None:
+async def test_line_endings_and_bom(autojump_clock: Any, ending: str, reference: Any) -> None:
     answer = _answer(line_ending=ending, bom=True)
     received, _ = await _receive(answer)
     data = b"".join(c for _, c in received)
     assert data.startswith(b"\xef\xbb\xbfevent: message_start" + ending.encode())
     assert data.endswith(b'"message_stop"}' + (ending * 2).encode())
-    assert [d for _, d in decode_sse(data)] == answer.events()
+    assert [d for _, d in reference.decode_sse(data)] == answer.events()
 
 
 def test_bad_faults_and_timings_are_rejected() -> None:

@@ -2,9 +2,8 @@ import json
 from pathlib import Path
 
 import pytest
-from test_transcript import HISTORY  # tests/ is on sys.path (rootdir-less pytest layout)
 
-from trio_agent import TextBlock, ToolResultBlock, ToolUseBlock, UserMessage
+from trio_agent import Message, TextBlock, ToolResultBlock, ToolUseBlock, UserMessage
 from trio_agent._cli._main import main
 from trio_agent._session._transcript import TranscriptWriter
 from trio_agent.testing import Faults, ScriptedAnswer, render_sse
@@ -69,10 +68,12 @@ def test_replay_truncated_sse(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert err.count("\n") == 1
 
 
-def test_replay_transcript(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_transcript(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], history: tuple[Message, ...]
+) -> None:
     path = tmp_path / "t.jsonl"
     w = TranscriptWriter.open(path, model="m")
-    for m in HISTORY[:4]:
+    for m in history[:4]:
         w.append(m)
     w.close()
     assert main(["replay", str(path)]) == 0

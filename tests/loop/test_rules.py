@@ -102,7 +102,7 @@ async def test_call_without_callback() -> None:
     assert "no one to ask" in decision.message
 
 
-async def test_ask_callback_decides() -> None:
+async def test_ask_callback_decides(autojump_clock: trio.testing.MockClock) -> None:
     asked: list[tuple[str, Mapping[str, Any]]] = []
     answers = iter([Allow({"path": "b"}), Reject("no"), Deny("not now")])
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
-import httpx
 import pytest
 import trio
+import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trio_agent import (
     AnthropicClient,
@@ -45,7 +47,14 @@ from trio_agent import (
     query,
 )
 from trio_agent._loop._recovery import CONTINUE_PROMPT
-from trio_agent.testing import Faults, HTTPErrorAnswer, ScriptedAnswer, ScriptedModel, Timing
+from trio_agent.testing import (
+    Faults,
+    HTTPErrorAnswer,
+    ScriptedAnswer,
+    ScriptedModel,
+    Timing,
+    check_history,
+)
 
 SLOW = Timing(token_delay=0.1, block_delay=0.1, text_chunk_size=4, json_chunk_size=4)
 PROMPT = (UserMessage("Look at a and b."),)
@@ -90,12 +99,7 @@ def make_tools(log: Log, *, duration: float = 1.0) -> list[Tool]:
 
 
 def client_for(model: ScriptedModel, *, retries: int = 0) -> AnthropicClient:
-    return AnthropicClient(
-        api_key="k",
-        base_url="http://scripted",
-        http_client=httpx.AsyncClient(transport=model.transport()),
-        retry=RetryPolicy(max_retries=retries),
-    )
+    return model.client(retry=RetryPolicy(max_retries=retries))
 
 
 def text(t: str, **kw: Any) -> ScriptedAnswer:
@@ -159,32 +163,6 @@ async def run(
     return result
 
 
-def check_transcript(messages: Sequence[Message]) -> None:
-    """Valid for the API: each tool_use answered right after, in order; never two
-    assistant messages in a row; results only for tool_uses just before."""
-    previous: Message | None = None
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            assert not isinstance(previous, AssistantMessage), "two assistant messages in a row"
-        else:
-            results = (
-                [b for b in message.content if isinstance(b, ToolResultBlock)]
-                if not isinstance(message.content, str)
-                else []
-            )
-            if results:
-                assert isinstance(previous, AssistantMessage)
-                assert [r.tool_use_id for r in results] == [u.id for u in previous.tool_uses]
-        if isinstance(previous, AssistantMessage) and previous.tool_uses:
-            assert isinstance(message, UserMessage), "tool_use without its results"
-            assert [r.tool_use_id for r in message.tool_results] == [
-                u.id for u in previous.tool_uses
-            ]
-        previous = message
-    if isinstance(previous, AssistantMessage):
-        assert not previous.tool_uses, "the history ends with unanswered tool uses"
-
-
 def check_run(result: Run, messages: Sequence[Message]) -> None:
     """The events tell the history: the input plus every message event, in order
     (a Compacted event replaces what came before); exactly one TurnEnd, last."""
@@ -198,7 +176,7 @@ def check_run(result: Run, messages: Sequence[Message]) -> None:
         elif isinstance(event, Compacted):
             history = list(event.messages)
     assert tuple(history) == result.end.messages
-    check_transcript(result.end.messages)
+    check_history(result.end.messages, strict=True)
     # the input is not touched
     assert result.end.messages[: len(messages)] == tuple(messages) or result.of(Compacted)
 
@@ -717,26 +695,25 @@ async def test_reject_ends_the_turn_with_a_valid_transcript(
 # -- abort and interrupt -----------------------------------------------------------------------
 
 
-async def test_abort_while_streaming(autojump_clock: trio.testing.MockClock) -> None:
+async def test_abort_while_streaming(
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+) -> None:
     control = TurnControl()
     log = Log()
     answer = reads("a", "b", prefix="Let me look at both of them now.", timing=SLOW)
     model = ScriptedModel([answer, text("never")])
-    events: list[Any] = []
-    async with query(
+    turn = query(
         client_for(model),
         PROMPT,
         tools=make_tools(log, duration=10),
         model="big",
         max_tokens=8192,
         control=control,
-    ) as stream:
-        async for event in stream:
-            events.append(event)
-            if isinstance(event, BlockFinished) and event.block == ToolUseBlock(
-                "a", "Read", {"path": "a"}
-            ):
-                control.abort()
+    )
+    read_a = ToolUseBlock("a", "Read", {"path": "a"})
+    events = await run_turn_acting_at(
+        turn, control.abort, at=lambda i, e: isinstance(e, BlockFinished) and e.block == read_a
+    )
     result = Run(events, [0.0] * len(events), model)
     check_run(result, PROMPT)
     assert result.end.reason is TurnEndReason.ABORTED_STREAMING
@@ -747,27 +724,21 @@ async def test_abort_while_streaming(autojump_clock: trio.testing.MockClock) -> 
     assert model.open_streams == 0
 
 
-async def test_abort_while_tools_run(autojump_clock: trio.testing.MockClock) -> None:
+async def test_abort_while_tools_run(
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+) -> None:
     control = TurnControl()
     log = Log()
     model = ScriptedModel([reads("a"), text("never")])
-
-    async def abort_later() -> None:
-        await trio.sleep(0.5)
-        control.abort()
-
-    events: list[Any] = []
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(abort_later)
-        async with query(
-            client_for(model),
-            PROMPT,
-            tools=make_tools(log, duration=10),
-            model="big",
-            max_tokens=8192,
-            control=control,
-        ) as stream:
-            events = [e async for e in stream]
+    turn = query(
+        client_for(model),
+        PROMPT,
+        tools=make_tools(log, duration=10),
+        model="big",
+        max_tokens=8192,
+        control=control,
+    )
+    events = await run_turn_acting_at(turn, control.abort, after=0.5)
     result = Run(events, [0.0] * len(events), model)
     check_run(result, PROMPT)
     assert result.end.reason is TurnEndReason.ABORTED_TOOLS
@@ -786,7 +757,7 @@ async def test_abort_before_start(autojump_clock: trio.testing.MockClock) -> Non
 
 
 async def test_interrupt_stops_cancel_tools_and_ends_the_turn(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
 ) -> None:
     control = TurnControl()
     log = Log()
@@ -798,21 +769,16 @@ async def test_interrupt_stops_cancel_tools_and_ends_the_turn(
     )
     model = ScriptedModel([answer, text("never")])
 
-    async def interrupt_later() -> None:
-        await trio.sleep(1.5)  # Read (1 s) is done, Bash runs
-        control.interrupt()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(interrupt_later)
-        async with query(
-            client_for(model),
-            PROMPT,
-            tools=make_tools(log, duration=1),
-            model="big",
-            max_tokens=8192,
-            control=control,
-        ) as stream:
-            events = [e async for e in stream]
+    turn = query(
+        client_for(model),
+        PROMPT,
+        tools=make_tools(log, duration=1),
+        model="big",
+        max_tokens=8192,
+        control=control,
+    )
+    # at 1.5 s Read (1 s) is done, Bash runs
+    events = await run_turn_acting_at(turn, control.interrupt, after=1.5)
     result = Run(events, [0.0] * len(events), model)
     check_run(result, PROMPT)
     assert result.end.reason is TurnEndReason.ABORTED_TOOLS
@@ -823,26 +789,21 @@ async def test_interrupt_stops_cancel_tools_and_ends_the_turn(
     assert len(model.requests) == 1
 
 
-async def test_interrupt_lets_block_tools_finish(autojump_clock: trio.testing.MockClock) -> None:
+async def test_interrupt_lets_block_tools_finish(
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+) -> None:
     control = TurnControl()
     log = Log()
     model = ScriptedModel([reads("a", "b"), text("never")])
-
-    async def interrupt_later() -> None:
-        await trio.sleep(0.3)
-        control.interrupt()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(interrupt_later)
-        async with query(
-            client_for(model),
-            PROMPT,
-            tools=make_tools(log, duration=1),
-            model="big",
-            max_tokens=8192,
-            control=control,
-        ) as stream:
-            events = [e async for e in stream]
+    turn = query(
+        client_for(model),
+        PROMPT,
+        tools=make_tools(log, duration=1),
+        model="big",
+        max_tokens=8192,
+        control=control,
+    )
+    events = await run_turn_acting_at(turn, control.interrupt, after=0.3)
     result = Run(events, [0.0] * len(events), model)
     check_run(result, PROMPT)
     assert result.end.reason is TurnEndReason.ABORTED_TOOLS
@@ -948,17 +909,121 @@ async def test_errors_are_raised_as_themselves(autojump_clock: trio.testing.Mock
         await consume(Broken(), False)
 
 
-def test_check_transcript_catches_broken_histories() -> None:
-    use = AssistantMessage("m", "x", [ToolUseBlock("a", "Read", {})], stop_reason="tool_use")
-    answer = AssistantMessage("m", "x", [TextBlock("hi")], stop_reason="end_turn")
-    ok = UserMessage([ToolResultBlock("a", "done")])
-    check_transcript([UserMessage("q"), use, ok, answer])
-    for broken in (
-        [UserMessage("q"), use],
-        [UserMessage("q"), use, UserMessage("no results")],
-        [UserMessage("q"), answer, answer],
-        [UserMessage("q"), answer, ok],
-        [UserMessage("q"), use, UserMessage([ToolResultBlock("b", "other")])],
-    ):
-        with pytest.raises(AssertionError):
-            check_transcript(broken)
+# -- aborts and interrupts injected at every event of a scripted turn ------------------
+# The transcript stays valid (every tool_use has its tool_result, the history is what
+# the events said).
+
+ABORT_PROMPT = (UserMessage("Do the thing."),)
+
+
+def script() -> list[ScriptedAnswer]:
+    return [
+        ScriptedAnswer(
+            blocks=[
+                TextBlock("First I look around."),
+                ToolUseBlock("a", "Read", {"path": "a"}),
+                ToolUseBlock("x", "Bash", {"command": "make"}),
+                ToolUseBlock("b", "Read", {"path": "b"}),
+            ],
+            timing=SLOW,
+        ),
+        ScriptedAnswer(blocks=[ToolUseBlock("c", "Read", {"path": "c"})], timing=SLOW),
+        ScriptedAnswer(blocks=[TextBlock("All done.")], timing=SLOW),
+    ]
+
+
+async def drive(
+    run_turn_acting_at: Any,
+    *,
+    at: Callable[[int, Any], bool] | None = None,
+    after: float | None = None,
+    act: Callable[[TurnControl], None] = TurnControl.abort,
+) -> tuple[Run, Log]:
+    """Run the script; call ``act(control)`` at the event ``at(index, event)`` picks,
+    or ``after`` seconds."""
+    log = Log()
+    model = ScriptedModel(script())
+    control = TurnControl()
+    turn = query(
+        client_for(model),
+        ABORT_PROMPT,
+        tools=make_tools(log, duration=1.0),
+        model="big",
+        max_tokens=8192,
+        control=control,
+    )
+    events = await run_turn_acting_at(turn, lambda: act(control), at=at, after=after)
+    result = Run(events, [], model)
+    check_run(result, ABORT_PROMPT)
+    assert model.open_streams == 0
+    return result, log
+
+
+async def full_length(run_turn_acting_at: Any) -> tuple[int, int]:
+    """The number of events of the whole turn, and the index of the final answer
+    (an abort after it finds nothing left to cancel: the turn completes)."""
+    result, _ = await drive(run_turn_acting_at, at=lambda i, e: False)
+    assert result.end.reason is TurnEndReason.COMPLETED
+    final = result.events.index(result.of(AssistantMessage)[-1])
+    return len(result.events), final
+
+
+ABORTED = {TurnEndReason.ABORTED_STREAMING, TurnEndReason.ABORTED_TOOLS}
+
+
+async def test_abort_at_every_event(
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+) -> None:
+    total, final = await full_length(run_turn_acting_at)
+    assert total > 30
+    seen: set[TurnEndReason] = set()
+    for k in range(total - 1):
+        result, log = await drive(run_turn_acting_at, at=lambda i, e, k=k: i == k)
+        if k >= final:
+            assert result.end.reason is TurnEndReason.COMPLETED
+            continue
+        assert result.end.reason in ABORTED, k
+        assert result.end.abort_reason == "user_interrupted"
+        seen.add(result.end.reason)
+        # a cancelled tool never finished after the abort; none runs any more
+        assert set(log.ends) <= set(log.starts)
+        # nothing comes after the abort but the answers to what was already there
+        after = result.events[k + 1 :]
+        assert not any(isinstance(e, AssistantMessage) and e.stop_reason for e in after[1:])
+    assert seen == ABORTED
+
+
+async def test_interrupt_at_every_event(
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+) -> None:
+    _, final = await full_length(run_turn_acting_at)
+    for k in range(final):
+        result, log = await drive(
+            run_turn_acting_at, at=lambda i, e, k=k: i == k, act=TurnControl.interrupt
+        )
+        assert result.end.reason in ABORTED, k
+        assert result.end.abort_reason == "interrupt"
+        # Read tools ("block") that started ran to the end with a real result
+        real = {
+            r.tool_use_id
+            for m in result.end.messages
+            if isinstance(m, UserMessage)
+            for r in m.tool_results
+            if not r.is_error
+        }
+        assert {i for i in log.starts if i != "x"} <= set(log.ends)
+        assert {i for i in log.ends if i != "x"} <= real | {"x"}
+        # the Bash tool ("cancel") never finishes after an interrupt that found it running
+        assert len(result.model.requests) <= 3
+
+
+@settings(max_examples=150, deadline=None)
+@given(when=st.floats(min_value=0, max_value=20), how=st.sampled_from(["abort", "interrupt"]))
+def test_abort_at_any_time(when: float, how: str, run_turn_acting_at: Any) -> None:
+    async def main() -> None:
+        act = TurnControl.abort if how == "abort" else TurnControl.interrupt
+        result, _ = await drive(run_turn_acting_at, after=when, act=act)
+        if result.end.reason is not TurnEndReason.COMPLETED:
+            assert result.end.reason in ABORTED
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -71,7 +71,7 @@ def test_watchdog_ends_a_process_cancellation_cannot_reach() -> None:
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,
         timeout=60,
