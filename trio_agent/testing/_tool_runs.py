@@ -27,8 +27,8 @@ from ._tool_calls import ToolCallBatch
 from ._trace import (
     EventKind,
     EventLog,
+    TaskWatch,
     TraceEvent,
-    _TaskWatch,
     consume_progress,
     consume_results,
     drive_script,
@@ -168,7 +168,7 @@ async def _run(
     batch: ToolCallBatch,
     tools: list[Tool],
     rec: _Recorder,
-    watch: _TaskWatch,
+    watch: TaskWatch,
     *,
     can_use_tool: CanUseTool,
     max_concurrency: int,
@@ -241,7 +241,7 @@ def run_tool_calls(
         else (_VIRTUAL_TIMEOUT if clock == "virtual" else _REAL_TIMEOUT)
     )
     rec = _Recorder({c.block.id: i for i, c in enumerate(batch.calls)})
-    watch = _TaskWatch()
+    watch = TaskWatch()
     watched = [_watched(t, rec) for t in tools]
     permission = _permission(batch, rec, can_use_tool)
 

@@ -151,7 +151,7 @@ def result_kind(result: ToolResult) -> str:
 # -- running ----------------------------------------------------------------------------
 
 
-class _TaskWatch(trio.abc.Instrument):
+class TaskWatch(trio.abc.Instrument):
     """Counts tool tasks as Trio spawns and reaps them."""
 
     def __init__(self) -> None:
@@ -289,7 +289,7 @@ async def consume_progress(ex: ToolExecutor, rec: Recording) -> None:
         rec.add(kind, rec.index[item.tool_use_id], item)
 
 
-async def _run(scenario: ToolScenario, rec: _Recorder, watch: _TaskWatch) -> None:
+async def _run(scenario: ToolScenario, rec: _Recorder, watch: TaskWatch) -> None:
     tools = [_tool(scenario, i, rec) for i in range(len(scenario.calls))]
 
     async def can_use_tool(
@@ -340,7 +340,7 @@ def run_scenario(scenario: ToolScenario) -> Trace:
             (a hanging tool nothing cancels).
     """
     rec = _Recorder(scenario)
-    watch = _TaskWatch()
+    watch = TaskWatch()
 
     async def main() -> bool:
         with trio.move_on_after(_HORIZON) as guard:
