@@ -11,18 +11,22 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any, final
+from typing import Any, Literal, TypeAlias, final
 
 import attrs
 import httpx
 import trio
 
 from ._answers import Answer, DroppedConnection, HTTPErrorAnswer, ScriptedAnswer
+from ._scripted_openai import plan_openai_stream
 from ._sse_render import StreamPlan, plan_stream
 
 __all__ = ["ScriptedModel", "ScriptedRequest", "ScriptedResponse"]
 
 _SECRET_HEADERS = frozenset({"x-api-key", "authorization"})
+
+#: The wire format a scripted model streams its answers in.
+WireProtocol: TypeAlias = Literal["anthropic", "openai-responses", "openai-chat"]
 
 
 def _redacted(headers: Mapping[str, str]) -> str:
@@ -103,9 +107,17 @@ class ScriptedModel:
 
     A request after the script is exhausted gets a 500 error (with
     ``x-should-retry: false``) that says so.
+
+    ``protocol="openai-responses"`` or ``"openai-chat"`` streams the same answers as
+    OpenAI's Responses / Chat Completions API would (see :mod:`._scripted_openai`).
     """
 
-    def __init__(self, answers: Iterable[Answer] = ()) -> None:
+    def __init__(
+        self, answers: Iterable[Answer] = (), *, protocol: WireProtocol = "anthropic"
+    ) -> None:
+        if protocol not in ("anthropic", "openai-responses", "openai-chat"):
+            raise ValueError(f"unknown protocol {protocol!r}")
+        self.protocol: WireProtocol = protocol
         self._queue: deque[Answer] = deque()
         self.requests: list[ScriptedRequest] = []
         self._open_streams = 0
@@ -192,7 +204,14 @@ class ScriptedModel:
             },
             answer.headers,
         )
-        return ScriptedResponse(status=200, headers=headers_out, plan=plan_stream(answer))
+        if self.protocol == "anthropic":
+            plan = plan_stream(answer)
+        else:
+            headers_out = (*headers_out, ("x-request-id", request_id))
+            plan = plan_openai_stream(
+                answer, "responses" if self.protocol == "openai-responses" else "chat"
+            )
+        return ScriptedResponse(status=200, headers=headers_out, plan=plan)
 
     def _stream_opened(self) -> None:
         self._open_streams += 1
