@@ -8,7 +8,7 @@ checks it, see ``[tool.importlinter]`` in pyproject.toml)::
                   the shared vocabulary: wire values, errors, Tool, permission answers
     _model/       Layer 1: bytes -> stream items. ModelClient (the protocol the loop
                   depends on), SSE, MessageAccumulator, RetryPolicy, the stall meter,
-                  AnthropicClient
+                  AnthropicClient, OpenAIClient (Responses / Chat Completions)
     _executor/    Layer 2: tool_use blocks -> ToolResult (in order) and ToolProgress
                   (at once). open_tool_executor / ToolExecutor (scheduling, cancel
                   scopes, results) and the call and its task (_call.py)
@@ -96,6 +96,7 @@ from ._model import AccumulatorStatistics as AccumulatorStatistics
 from ._model import AnthropicClient as AnthropicClient
 from ._model import MessageAccumulator as MessageAccumulator
 from ._model import ModelClient as ModelClient
+from ._model import OpenAIClient as OpenAIClient
 from ._model import RetryPolicy as RetryPolicy
 from ._model import StreamEvent as StreamEvent
 from ._model import StreamItem as StreamItem
@@ -147,6 +148,7 @@ __all__ = [
     "ModelFallback",
     "NotFoundError",
     "OpaqueBlock",
+    "OpenAIClient",
     "OverloadedError",
     "PermissionDecision",
     "PermissionDeniedError",

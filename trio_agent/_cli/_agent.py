@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import trio
 
-from .._exceptions import TrioAgentError
+from .._exceptions import AuthenticationError, TrioAgentError
 from .._messages import (
     AssistantMessage,
     Message,
@@ -25,6 +25,7 @@ from .._messages import (
     ToolUseBlock,
     UserMessage,
 )
+from ._provider import PROVIDERS, provider_client, provider_of
 
 __all__ = ["add_agent_commands"]
 
@@ -46,6 +47,7 @@ def add_agent_commands(subparsers: Any) -> None:
     run = subparsers.add_parser("run", help="run one prompt against the Anthropic API")
     run.add_argument("prompt")
     run.add_argument("--model", default="claude-sonnet-4-5")
+    run.add_argument("--provider", choices=PROVIDERS, default=None)  # or a "openai:" prefix
     run.add_argument("--base-url", default=None)
     run.add_argument("--workspace", default=".", help="the directory tools work in")
     run.add_argument("--transcript", default=None, help="append the conversation to this JSONL")
@@ -194,7 +196,11 @@ async def replay_sse(data: bytes, out: IO[str], as_json: bool = False) -> None:
 
 
 def _run_command(args: argparse.Namespace) -> int:
-    if not os.environ.get("ANTHROPIC_API_KEY"):
+    try:
+        provider, _ = provider_of(getattr(args, "provider", None), args.model)
+    except ValueError as exc:
+        return _error(str(exc))
+    if provider == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
         return _error(
             "ANTHROPIC_API_KEY is not set; export it, or try `trio-agent demo` (no key needed)"
         )
@@ -236,8 +242,9 @@ async def run_prompt(
 
     Args:
         args: the parsed ``run`` arguments.
-        client: the client to use (default: an ``AnthropicClient`` for
-            ``args.base_url`` and ``ANTHROPIC_API_KEY``).
+        client: the client to use (default: by ``--provider`` or the model's
+            ``openai:`` prefix, an ``OpenAIClient``; else an ``AnthropicClient``;
+            for ``args.base_url``).
         out: where to print (default stdout).
 
     Returns:
@@ -246,17 +253,22 @@ async def run_prompt(
     import signal
 
     from .._loop import PermissionRules, TurnEnd
-    from .._model import AnthropicClient
     from .._session import Session
     from ..tools import Workspace, default_tools
     from ._timeline import TurnRecorder, instrument
 
     stream = out if out is not None else sys.stdout
     recorder = TurnRecorder(trio.current_time)
+    model = args.model
+    if client is None:
+        try:
+            client, model = provider_client(getattr(args, "provider", None), model, args.base_url)
+        except (AuthenticationError, ValueError) as exc:
+            return _error(str(exc))
     session = Session(
-        client if client is not None else AnthropicClient(base_url=args.base_url),
+        client,
         instrument(default_tools(Workspace(args.workspace)), recorder),
-        model=args.model,
+        model=model,
         max_tokens=args.max_tokens,
         transcript_path=args.transcript,
         can_use_tool=PermissionRules.default(ask_callback=_ask),

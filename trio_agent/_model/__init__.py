@@ -1,7 +1,8 @@
 """Layer 1, the model: bytes from a model API in, stream items out.
 
 SSE parsing (:mod:`._sse`), the pure :class:`MessageAccumulator`, the retry policy,
-the stall meter, typed errors from answers, and :class:`AnthropicClient`; the
+the stall meter, typed errors from answers, :class:`AnthropicClient` and
+:class:`OpenAIClient` (Responses or Chat Completions, converted at its own edge); the
 layers above depend only on the :class:`ModelClient` protocol and the stream items.
 """
 
@@ -10,6 +11,8 @@ from ._accumulate import MessageAccumulator as MessageAccumulator
 from ._accumulate import StreamLimits as StreamLimits
 from ._anthropic import DEFAULT_BASE_URL as DEFAULT_BASE_URL
 from ._anthropic import AnthropicClient as AnthropicClient
+from ._openai import OPENAI_BASE_URL as OPENAI_BASE_URL
+from ._openai import OpenAIClient as OpenAIClient
 from ._protocol import ModelClient as ModelClient
 from ._retry import RetryPolicy as RetryPolicy
 from ._sse import SSEParser as SSEParser

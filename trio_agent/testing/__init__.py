@@ -1,6 +1,8 @@
 """Testing helpers for trio_agent and for users' own tools.
 
-- A scripted Messages API model (:class:`ScriptedModel`), served in process
+- A scripted Messages API model (:class:`ScriptedModel`; with
+  ``protocol="openai-responses"`` / ``"openai-chat"`` it streams OpenAI's formats),
+  served in process
   (``model.transport()``, runs in Trio's virtual time) or on a real loopback socket
   (:func:`serve_scripted_model`).
 - The executor harness: :class:`ToolScenario` values, the pure
@@ -42,6 +44,10 @@ from ._scenario import scenarios as scenarios
 from ._scripted import ScriptedModel as ScriptedModel
 from ._scripted import ScriptedRequest as ScriptedRequest
 from ._scripted import ScriptedResponse as ScriptedResponse
+from ._scripted import WireProtocol as WireProtocol
+from ._scripted_openai import openai_events as openai_events
+from ._scripted_openai import plan_openai_stream as plan_openai_stream
+from ._scripted_openai import render_openai_sse as render_openai_sse
 from ._server import serve_scripted_model as serve_scripted_model
 from ._sse_render import StreamPlan as StreamPlan
 from ._sse_render import encode_event as encode_event
@@ -90,6 +96,7 @@ __all__ = [
     "ToolScenario",
     "Trace",
     "TraceEvent",
+    "WireProtocol",
     "check_history",
     "check_record",
     "check_tool_run",
@@ -97,9 +104,12 @@ __all__ = [
     "encode_event",
     "error_event",
     "no_leaks",
+    "openai_events",
+    "plan_openai_stream",
     "plan_stream",
     "reference_schedule",
     "render_events",
+    "render_openai_sse",
     "render_sse",
     "result_kind",
     "run_scenario",

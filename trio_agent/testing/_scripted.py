@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, final
 
 import attrs
 import httpx
 import trio
 
 from ._answers import Answer, DroppedConnection, HTTPErrorAnswer, RawAnswer, ScriptedAnswer
+from ._scripted_openai import plan_openai_stream
 from ._sse_render import StreamPlan, plan_stream
 
 if TYPE_CHECKING:
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["ScriptedModel", "ScriptedRequest", "ScriptedResponse"]
 
 _SECRET_HEADERS = frozenset({"x-api-key", "authorization"})
+
+#: The wire format a scripted model streams its answers in.
+WireProtocol: TypeAlias = Literal["anthropic", "openai-responses", "openai-chat"]
 
 
 def _redacted(headers: Mapping[str, str]) -> str:
@@ -106,9 +110,17 @@ class ScriptedModel:
 
     A request after the script is exhausted gets a 500 error (with
     ``x-should-retry: false``) that says so.
+
+    ``protocol="openai-responses"`` or ``"openai-chat"`` streams the same answers as
+    OpenAI's Responses / Chat Completions API would (see :mod:`._scripted_openai`).
     """
 
-    def __init__(self, answers: Iterable[Answer] = ()) -> None:
+    def __init__(
+        self, answers: Iterable[Answer] = (), *, protocol: WireProtocol = "anthropic"
+    ) -> None:
+        if protocol not in ("anthropic", "openai-responses", "openai-chat"):
+            raise ValueError(f"unknown protocol {protocol!r}")
+        self.protocol: WireProtocol = protocol
         self._queue: deque[Answer] = deque()
         self.requests: list[ScriptedRequest] = []
         self._open_streams = 0
@@ -232,7 +244,14 @@ class ScriptedModel:
             },
             answer.headers,
         )
-        return ScriptedResponse(status=200, headers=headers_out, plan=plan_stream(answer))
+        if self.protocol == "anthropic":
+            plan = plan_stream(answer)
+        else:
+            headers_out = (*headers_out, ("x-request-id", request_id))
+            plan = plan_openai_stream(
+                answer, "responses" if self.protocol == "openai-responses" else "chat"
+            )
+        return ScriptedResponse(status=200, headers=headers_out, plan=plan)
 
     def _stream_opened(self) -> None:
         self._open_streams += 1

@@ -25,7 +25,7 @@ from .._messages import (
     ToolUseBlock,
     _plain,  # pyright: ignore[reportPrivateUsage]
 )
-from ._answers import ScriptedAnswer, Timing
+from ._answers import Faults, ScriptedAnswer, Timing
 
 __all__ = [
     "StreamPlan",
@@ -33,6 +33,7 @@ __all__ = [
     "content_delta_count",
     "encode_event",
     "error_event",
+    "plan_segments",
     "plan_stream",
     "render_events",
     "render_sse",
@@ -278,8 +279,12 @@ def plan_stream(answer: ScriptedAnswer) -> StreamPlan:
     is cut exactly there (events may share a chunk), and also wherever a delay starts,
     since bytes cannot be sent before they exist.
     """
-    faults = answer.faults
-    segments = _segments(answer)
+    return plan_segments(_segments(answer), answer.faults)
+
+
+def plan_segments(segments: list[tuple[float, bytes]], faults: Faults) -> StreamPlan:
+    """The chunks to send for ``(delay, bytes)`` segments (one per event), with the
+    byte-level faults applied: splits, chunk size, disconnect (any wire format)."""
     stream = b"".join(data for _, data in segments)
     end = len(stream)
     if faults.disconnect_after_byte is not None:
