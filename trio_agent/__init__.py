@@ -107,7 +107,9 @@ from ._permissions import CanUseTool as CanUseTool
 from ._permissions import Deny as Deny
 from ._permissions import PermissionDecision as PermissionDecision
 from ._permissions import Reject as Reject
+from ._session import JsonlSessionStore as JsonlSessionStore
 from ._session import Session as Session
+from ._session import SessionStore as SessionStore
 from ._session import Transcript as Transcript
 from ._session import TranscriptWriter as TranscriptWriter
 from ._session import read_transcript as read_transcript
@@ -141,6 +143,7 @@ __all__ = [
     "ExecutorStatistics",
     "InternalServerError",
     "InvalidRequestError",
+    "JsonlSessionStore",
     "Message",
     "MessageAccumulator",
     "ModelClient",
@@ -161,6 +164,7 @@ __all__ = [
     "RetryPolicy",
     "ServerToolUseBlock",
     "Session",
+    "SessionStore",
     "State",
     "StopHook",
     "StopHookResult",
