@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import pwd
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -122,3 +126,66 @@ async def wait_for(predicate, what: str, workers: Workers | None = None) -> None
                         + workers.logs()
                     )
         await trio.sleep(0.02)
+
+
+def _postgres_bin() -> pathlib.Path | None:
+    found = sorted(pathlib.Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    if found:
+        return found[-1].parent
+    initdb = shutil.which("initdb")
+    return pathlib.Path(initdb).parent if initdb else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster (initdb + pg_ctl on a temp dir and a free port).
+
+    Run as the current user, or as ``nobody`` when that is root (Postgres refuses
+    root). Skipped only when the binaries are absent, and then not in CI
+    (``TRIO_AGENT_REQUIRE_POSTGRES=1``, set by ``.ci/run``): there it fails.
+    """
+    bindir = _postgres_bin()
+    if bindir is None:
+        if os.environ.get("TRIO_AGENT_REQUIRE_POSTGRES"):
+            pytest.fail("PostgreSQL binaries (initdb, pg_ctl) not found")
+        pytest.skip("PostgreSQL binaries (initdb, pg_ctl) not found")
+    directory = pathlib.Path(tempfile.mkdtemp(prefix="trio-agent-pg-"))
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        nobody = pwd.getpwnam("nobody")
+        os.chown(directory, nobody.pw_uid, nobody.pw_gid)
+        prefix = ["runuser", "-u", "nobody", "--"]
+    data = directory / "data"
+    port = _free_port()
+
+    def run(*argv: str) -> None:
+        subprocess.run([*prefix, *argv], check=True, capture_output=True, cwd=directory)
+
+    run(str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
+    options = f"-p {port} -k {directory} -c listen_addresses=127.0.0.1 -c max_connections=200"
+    run(
+        str(bindir / "pg_ctl"),
+        "-D",
+        str(data),
+        "-o",
+        options,
+        "-l",
+        str(directory / "log"),
+        "-w",
+        "start",
+    )
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/trio_agent"
+    finally:
+        subprocess.run(
+            [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+            capture_output=True,
+            cwd=directory,
+        )
+        shutil.rmtree(directory, ignore_errors=True)

@@ -24,7 +24,9 @@ SCHEMA = {"type": "object", "properties": {"note": {"type": "string"}}}
 def build(session_id: str) -> trio_agent.Session:
     async def effect(input, ctx):
         with open(DIR / f"effect-{session_id}", "a") as f:
-            f.write(f"{ctx.tool_use_id} {durable.idempotency_key(ctx)}\n")
+            # The worker's one Trio loop: its root task, whichever turn this is.
+            loop = f"{os.getpid()}:{id(trio.lowlevel.current_root_task())}"
+            f.write(f"{ctx.tool_use_id} {durable.idempotency_key(ctx)} {loop}\n")
         return f"effect recorded for {session_id}"
 
     async def gate(input, ctx):

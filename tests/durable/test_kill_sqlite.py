@@ -38,6 +38,7 @@ async def test_kill9_mid_turn_then_restart_resumes_without_rerunning_recorded_to
     finally:
         client.close()
 
+    loops: set[str] = set()
     for session, summary in zip(SESSIONS, summaries, strict=True):
         assert summary.session_id == session
         assert summary.reason == "completed"
@@ -46,9 +47,13 @@ async def test_kill9_mid_turn_then_restart_resumes_without_rerunning_recorded_to
         # The side effect happened once; the gate (never returned) ran twice.
         lines = (tmp_path / f"effect-{session}").read_text().splitlines()
         assert len(lines) == 1
-        tool_use_id, key = lines[0].split()
+        tool_use_id, key, loop = lines[0].split()
         assert key == f"{summary.turn_id}/{tool_use_id}"
+        loops.add(loop)
         assert len(_gates(tmp_path, session)) == 2
+    # Every turn of the first worker ran on its one Trio loop.
+    (loop,) = loops
+    assert loop.startswith(f"{first.pid}:")
 
     check = DurableClient.connect(url, agent="durable-test")
     try:
