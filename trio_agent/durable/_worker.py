@@ -24,6 +24,7 @@ import trio
 from dbos import DBOS, DBOSConfig
 
 from .. import AssistantMessage, Message, TurnEnd
+from ..otel import traced_submit
 from ._agent import Agent
 from ._errors import DurableError
 from ._journal import _TURN_ID, TurnJournal  # pyright: ignore[reportPrivateUsage]
@@ -112,7 +113,9 @@ class _Worker:
         )
         _TURN_ID.set(turn_id)  # this task's context: its tools inherit it
         end: TurnEnd | None = None
-        async with session.submit(prompt) as events:
+        async with traced_submit(
+            session, prompt, agent_name=agent.name, conversation_id=session_id
+        ) as events:
             async for event in events:
                 if isinstance(event, TurnEnd):
                     end = event
