@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, final
+from typing import Any, cast, final
 
 import attrs
 import sqlalchemy as sa
@@ -117,7 +117,10 @@ class SqlSessionStore:
         messages: list[Message] = []
         for seq, text in rows:
             try:
-                messages.append(message_from_api(json.loads(text)))
+                data = json.loads(text)
+                if not isinstance(data, dict):
+                    raise ValueError(f"not a JSON object: {text[:80]!r}")
+                messages.append(message_from_api(cast(dict[str, Any], data)))
             except (TrioAgentError, ValueError, RecursionError) as exc:
                 raise TranscriptError(f"session {session_id!r}, message {seq}: {exc}") from exc
         return tuple(repair_history(messages)[0])
