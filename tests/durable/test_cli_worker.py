@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 import subprocess
 import sys
 
 import pytest
-from conftest import HERE  # pyright: ignore
+import trio
+from conftest import HERE, Workers  # pyright: ignore
 
 from trio_agent._cli import main
 from trio_agent.durable import DurableClient, DurableError, load_agent
@@ -90,3 +92,20 @@ def test_the_parser_imports_neither_dbos_nor_the_durable_package() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout == "[]\n"
+
+
+async def test_submit_waits_and_prints_the_summary(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path, workers: Workers
+) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    argv = ["submit", "carol", "hello", "--agent", "durable-test", "--database-url", url]
+    await trio.to_thread.run_sync(lambda: main([*argv, "--no-wait"]))  # creates the database
+    workers.start(url, executor_id="cli")
+    assert await trio.to_thread.run_sync(main, argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    summary = json.loads(lines[-1])
+    assert summary["session_id"] == "carol"
+    assert summary["reason"] == "completed"
+    assert summary["text"] == "done: hello"
+    # The turn submitted first, without waiting, ran before it: one effect each.
+    assert len((tmp_path / "effect-carol").read_text().splitlines()) == 2

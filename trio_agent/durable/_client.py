@@ -22,6 +22,7 @@ from ._worker import APP_NAME, APP_VERSION, QUEUE, WORKFLOW, default_database_ur
 __all__ = ["DurableClient", "TurnHandle", "TurnSummary"]
 
 _POLL: Final = 0.05
+_MAX_PRIORITY: Final = 2**31 - 1  # DBOS's bound
 
 
 @attrs.frozen
@@ -145,17 +146,24 @@ class DurableClient:
         """Enqueue a turn of *session_id*: *prompt* as the user's message.
 
         Turns of one session run one at a time, in submission order.
+
+        Raises:
+            TranscriptError: *session_id* is not a valid id.
+            DurableError: the turn cannot be enqueued.
         """
         check_session_id(session_id)
         if not isinstance(prompt, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise DurableError(f"a prompt is a string, not {type(prompt).__name__}")
-        options: EnqueueOptions = {
-            "queue_name": QUEUE,
-            "workflow_name": WORKFLOW,
-            "queue_partition_key": session_id,
-            "app_version": APP_VERSION,
-        }
         try:
+            number = self.store.next_turn_number(session_id)
+            # The queue runs a session's turns by priority: in submission order.
+            options: EnqueueOptions = {
+                "queue_name": QUEUE,
+                "workflow_name": WORKFLOW,
+                "queue_partition_key": session_id,
+                "app_version": APP_VERSION,
+                "priority": min(number, _MAX_PRIORITY),
+            }
             turn_id = self.dbos.enqueue(options, self.agent, session_id, prompt).get_workflow_id()
         except Exception as exc:
             raise DurableError(f"cannot enqueue the turn: {exc}") from exc

@@ -6,6 +6,7 @@ Postgres), so a session's history lives where its turns are queued. Three tables
 - ``trio_agent_messages``: each session's history, one row per message, in order;
 - ``trio_agent_turns``: each committed turn (its id is the DBOS workflow id) and
   its summary; committing a turn twice is a no-op that returns the first summary;
+- ``trio_agent_sessions``: how many turns each session was given (their order);
 - ``trio_agent_journal``: what a running turn recorded (each model answer, each
   tool result), so a turn re-run after a crash answers from the record.
 
@@ -42,6 +43,12 @@ _TURNS = sa.Table(
     sa.Column("turn_id", sa.String(200), primary_key=True),
     sa.Column("session_id", sa.String(200), nullable=False),
     sa.Column("summary", sa.Text, nullable=False),
+)
+_SESSIONS = sa.Table(
+    "trio_agent_sessions",
+    _META,
+    sa.Column("session_id", sa.String(200), primary_key=True),
+    sa.Column("submitted", sa.Integer, nullable=False),
 )
 _JOURNAL = sa.Table(
     "trio_agent_journal",
@@ -131,6 +138,32 @@ class SqlSessionStore:
             self._insert(conn, session_id, None, messages)
 
     # -- turns ----------------------------------------------------------------------
+
+    def next_turn_number(self, session_id: str) -> int:
+        """Count one more turn submitted to *session_id*; its number (1, 2, ...).
+
+        Turns of a session run in this order (it is their priority in the queue).
+        """
+        for _ in range(3):
+            try:
+                with self.engine.begin() as conn:
+                    updated = conn.execute(
+                        _SESSIONS.update()
+                        .where(_SESSIONS.c.session_id == session_id)
+                        .values(submitted=_SESSIONS.c.submitted + 1)
+                    ).rowcount
+                    if not updated:
+                        conn.execute(_SESSIONS.insert().values(session_id=session_id, submitted=1))
+                    return int(
+                        conn.execute(
+                            sa.select(_SESSIONS.c.submitted).where(
+                                _SESSIONS.c.session_id == session_id
+                            )
+                        ).scalar_one()
+                    )
+            except sqlalchemy.exc.IntegrityError:  # pragma: no cover - a concurrent first turn
+                continue
+        raise DurableError(f"cannot number a turn of {session_id!r}")  # pragma: no cover
 
     def commit_turn(
         self,
