@@ -109,3 +109,9 @@ async def test_submit_waits_and_prints_the_summary(
     assert summary["text"] == "done: hello"
     # The turn submitted first, without waiting, ran before it: one effect each.
     assert len((tmp_path / "effect-carol").read_text().splitlines()) == 2
+    # A turn for an agent this worker does not have fails, and says why.
+    wrong = ["submit", "dave", "hi", "--agent", "nobody-here", "--database-url", url]
+    assert await trio.to_thread.run_sync(main, wrong) == 1
+    err = capsys.readouterr().err
+    assert "DurableError" in err
+    assert "no agent named 'nobody-here'" in err

@@ -11,7 +11,7 @@ from conftest import Workers, wait_for  # pyright: ignore
 
 from trio_agent.durable import DurableClient
 
-SESSIONS = [f"pg{i}" for i in range(24)]
+SESSIONS = [f"pg{i}" for i in range(16)]
 CONCURRENCY = 4
 
 

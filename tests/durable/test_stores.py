@@ -48,7 +48,7 @@ def make_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 
 
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(history=st.lists(turns(), max_size=3))
 def test_append_then_load_gives_the_history_back(make_store, history) -> None:
