@@ -108,7 +108,9 @@ from ._permissions import CanUseTool as CanUseTool
 from ._permissions import Deny as Deny
 from ._permissions import PermissionDecision as PermissionDecision
 from ._permissions import Reject as Reject
+from ._session import JsonlSessionStore as JsonlSessionStore
 from ._session import Session as Session
+from ._session import SessionStore as SessionStore
 from ._session import Transcript as Transcript
 from ._session import TranscriptWriter as TranscriptWriter
 from ._session import read_transcript as read_transcript
@@ -142,6 +144,7 @@ __all__ = [
     "ExecutorStatistics",
     "InternalServerError",
     "InvalidRequestError",
+    "JsonlSessionStore",
     "Message",
     "MessageAccumulator",
     "ModelClient",
@@ -163,6 +166,7 @@ __all__ = [
     "RetryPolicy",
     "ServerToolUseBlock",
     "Session",
+    "SessionStore",
     "State",
     "StopHook",
     "StopHookResult",

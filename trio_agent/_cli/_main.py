@@ -184,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ._agent import add_agent_commands
 
     add_agent_commands(commands)
+    from ._worker import add_worker_commands
+
+    add_worker_commands(commands)
     return parser
 
 

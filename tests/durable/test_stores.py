@@ -1,0 +1,128 @@
+"""SessionStore implementations: the JSONL file store and the SQL store."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trio_agent import (
+    AssistantMessage,
+    JsonlSessionStore,
+    SessionStore,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    TranscriptError,
+    UserMessage,
+)
+from trio_agent.durable import DurableError, SqlSessionStore
+
+texts = st.text(max_size=30)
+
+
+@st.composite
+def turns(draw: st.DrawFn) -> list[UserMessage | AssistantMessage]:
+    """One turn's messages: a prompt, maybe a tool round trip, an answer."""
+    out: list[UserMessage | AssistantMessage] = [UserMessage(draw(texts))]
+    if draw(st.booleans()):
+        out.append(
+            AssistantMessage("m1", "x", (ToolUseBlock("toolu_1", "Read", {"p": draw(texts)}),))
+        )
+        out.append(UserMessage((ToolResultBlock("toolu_1", draw(texts)),)))
+    out.append(AssistantMessage("m2", "x", (TextBlock(draw(texts)),)))
+    return out
+
+
+@pytest.fixture(params=["jsonl", "sql"])
+def make_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    def make() -> SessionStore:
+        directory = tmp_path_factory.mktemp("store")
+        if request.param == "jsonl":
+            return JsonlSessionStore(directory)
+        return SqlSessionStore.connect(f"sqlite:///{directory / 'db.sqlite'}")
+
+    return make
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(history=st.lists(turns(), max_size=3))
+def test_append_then_load_gives_the_history_back(make_store, history) -> None:
+    store = make_store()
+    assert isinstance(store, SessionStore)
+    assert store.load("alice") == ()
+    for turn in history:
+        store.append("alice", turn)
+    assert list(store.load("alice")) == [m for turn in history for m in turn]
+    assert store.load("bob") == ()
+
+
+def test_load_answers_a_tool_use_left_without_result(make_store) -> None:
+    store = make_store()
+    store.append(
+        "s", [UserMessage("go"), AssistantMessage("m", "x", (ToolUseBlock("t1", "Read", {}),))]
+    )
+    history = store.load("s")
+    assert len(history) == 3
+    (result,) = history[2].tool_results
+    assert result.tool_use_id == "t1"
+    assert result.is_error
+
+
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(session_id=st.text(max_size=40))
+def test_file_store_session_ids_never_escape_the_directory(tmp_path_factory, session_id) -> None:
+    directory = tmp_path_factory.mktemp("ids")
+    store = JsonlSessionStore(directory)
+    try:
+        path = pathlib.Path(store.path(session_id))
+    except TranscriptError:
+        return  # refused: fine
+    assert path.parent == directory
+    assert path.name == session_id + ".jsonl"
+
+
+def test_sql_commit_turn_is_idempotent(tmp_path: pathlib.Path) -> None:
+    store = SqlSessionStore.connect(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    turn = [UserMessage("hi"), AssistantMessage("m", "x", (TextBlock("hello"),))]
+    store.record("turn-1", "model/0", {"a": 1})
+    first = store.commit_turn("s", "turn-1", turn, {"text": "hello"})
+    again = store.commit_turn("s", "turn-1", turn, {"text": "other"})
+    assert first == again == {"text": "hello"}
+    assert store.turn_summary("turn-1") == {"text": "hello"}
+    assert store.turn_summary("turn-2") is None
+    assert list(store.load("s")) == turn  # appended once
+    assert store.journal("turn-1") == {}  # dropped with the commit
+
+
+def test_sql_journal_first_record_wins(tmp_path: pathlib.Path) -> None:
+    store = SqlSessionStore.connect(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    store.record("t", "k", {"v": 1})
+    store.record("t", "k", {"v": 2})
+    store.record("t", "k2", [1, "x"])
+    assert store.journal("t") == {"k": {"v": 1}, "k2": [1, "x"]}
+    assert store.journal("other") == {}
+
+
+@pytest.mark.parametrize("url", ["", "mysql://u@h/db", "not a url at all", "sqlite+pysqlite"])
+def test_bad_database_urls_are_durable_errors(url: str) -> None:
+    with pytest.raises(DurableError):
+        SqlSessionStore.connect(url)
+
+
+@pytest.mark.parametrize("stored", ["not json", "[1]", '"text"', "[" * 10_000])
+def test_a_corrupt_stored_message_is_a_transcript_error(
+    tmp_path: pathlib.Path, stored: str
+) -> None:
+    store = SqlSessionStore.connect(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    store.append("s", [UserMessage("hi")])
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE trio_agent_messages SET message = ?", (stored,))
+    with pytest.raises(TranscriptError, match="message 0"):
+        store.load("s")

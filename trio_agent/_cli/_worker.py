@@ -1,0 +1,122 @@
+"""``trio-agent worker`` and ``trio-agent submit``: durable turns over DBOS.
+
+``trio-agent worker --app module:agent [--database-url URL] [--concurrency N]``
+runs a worker until interrupted; ``trio-agent submit SESSION PROMPT --agent NAME``
+enqueues a turn and (unless ``--no-wait``) prints its summary. Both need the
+``durable`` extra (``pip install 'trio-agent[durable]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .._exceptions import TrioAgentError
+
+__all__ = ["add_worker_commands"]
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {value}")
+    return value
+
+
+def add_worker_commands(subparsers: Any) -> None:
+    """Add ``worker`` and ``submit`` to an argparse subparsers object."""
+    worker = subparsers.add_parser("worker", help="run durable turns (DBOS; SQLite or Postgres)")
+    worker.add_argument("--app", required=True, help="module:attribute of a durable.Agent")
+    worker.add_argument(
+        "--database-url",
+        default=None,
+        help="sqlite:///file (default sqlite:///trio_agent.sqlite) or postgresql://...",
+    )
+    worker.add_argument("--concurrency", type=_positive, default=100, help="turns in flight")
+    worker.add_argument(
+        "--executor-id", default=None, help="restart with the same id to resume its turns"
+    )
+    worker.set_defaults(func=_worker_command)
+
+    submit = subparsers.add_parser("submit", help="enqueue a durable turn and print its summary")
+    submit.add_argument("session", help="the session id")
+    submit.add_argument("prompt")
+    submit.add_argument("--agent", required=True, help="the durable.Agent's name")
+    submit.add_argument("--database-url", default=None)
+    submit.add_argument("--no-wait", action="store_true", help="print the turn id and exit")
+    submit.set_defaults(func=_submit_command)
+
+
+def _durable() -> Any:
+    try:
+        from .. import durable
+    except ImportError as exc:
+        sys.stderr.write(
+            f"trio-agent: the durable extra is missing ({exc}): pip install 'trio-agent[durable]'\n"
+        )
+        return None
+    return durable
+
+
+def _worker_command(args: argparse.Namespace) -> int:
+    durable = _durable()
+    if durable is None:
+        return 1
+    sys.path.insert(0, "")  # --app names a module of the working directory, as python -m does
+    try:
+        agent = durable.load_agent(args.app)
+        sys.stderr.write(f"trio-agent: worker for agent {agent.name!r} ready\n")
+        sys.stderr.flush()
+        durable.run_worker(
+            agent,
+            database_url=args.database_url,
+            concurrency=args.concurrency,
+            executor_id=args.executor_id,
+        )
+    except TrioAgentError as exc:
+        sys.stderr.write(f"trio-agent: {type(exc).__name__}: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("trio-agent: worker stopped; unfinished turns resume on restart\n")
+        return 130
+    return 0
+
+
+def _submit_command(args: argparse.Namespace) -> int:
+    durable = _durable()
+    if durable is None:
+        return 1
+    try:
+        client = durable.DurableClient.connect(args.database_url, agent=args.agent)
+        try:
+            handle = client.submit(args.session, args.prompt)
+            if args.no_wait:
+                print(handle.turn_id)
+                return 0
+            summary = handle.result()
+        finally:
+            client.close()
+    except TrioAgentError as exc:
+        sys.stderr.write(f"trio-agent: {type(exc).__name__}: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    print(
+        json.dumps(
+            {
+                "turn_id": summary.turn_id,
+                "session_id": summary.session_id,
+                "reason": summary.reason,
+                "turns": summary.turns,
+                "text": summary.text,
+                "replayed_tools": summary.replayed_tools,
+            },
+            ensure_ascii=False,
+        )
+    )
+    return 0

@@ -1,0 +1,185 @@
+"""Submitting durable turns: :class:`DurableClient`, :class:`TurnHandle`, :class:`TurnSummary`.
+
+A client talks only to the database (DBOS's ``DBOSClient``): it enqueues turns and
+reads results; any worker sharing the database runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, cast, final
+
+import attrs
+import trio
+from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowHandle
+
+from .. import Message, TurnEndReason, Usage
+from .._session import check_session_id
+from ._errors import DurableError
+from ._store import SqlSessionStore, engine_url
+from ._worker import APP_NAME, APP_VERSION, QUEUE, WORKFLOW, default_database_url
+
+__all__ = ["DurableClient", "TurnHandle", "TurnSummary"]
+
+_POLL: Final = 0.05
+_MAX_PRIORITY: Final = 2**31 - 1  # DBOS's bound
+
+
+@attrs.frozen
+class TurnSummary:
+    """What a durable turn did: the :class:`~trio_agent.TurnEnd` facts, kept in the database.
+
+    Attributes:
+        turn_id: the turn's id (its DBOS workflow id).
+        session_id: the session it belongs to.
+        reason: why the turn ended.
+        turns: model calls made.
+        usage: their usage, summed.
+        text: the text of the turn's last answer.
+        messages: how many messages the turn added to the history.
+        replayed_tools: tool calls answered from the record (the turn was re-run).
+        message: TurnEnd's explanation, if any.
+        error: the repr of TurnEnd's error, if any.
+        abort_reason: TurnEnd's abort reason, if any.
+    """
+
+    turn_id: str
+    session_id: str
+    reason: TurnEndReason | None
+    turns: int
+    usage: Usage
+    text: str
+    messages: int
+    replayed_tools: int
+    message: str | None = None
+    error: str | None = None
+    abort_reason: str | None = None
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any]) -> TurnSummary:
+        try:
+            reason = data.get("reason")
+            return cls(
+                turn_id=str(data["turn_id"]),
+                session_id=str(data["session_id"]),
+                reason=None if reason is None else TurnEndReason(reason),
+                turns=int(data.get("turns", 0)),
+                usage=Usage.from_api(data.get("usage") or {}),
+                text=str(data.get("text", "")),
+                messages=int(data.get("messages", 0)),
+                replayed_tools=int(data.get("replayed_tools", 0)),
+                message=data.get("message"),
+                error=data.get("error"),
+                abort_reason=data.get("abort_reason"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DurableError(f"a turn summary is malformed: {exc}") from exc
+
+
+@final
+@attrs.define(eq=False)
+class TurnHandle:
+    """A submitted turn; :meth:`result` waits for its summary."""
+
+    turn_id: str
+    _client: DurableClient = attrs.field(alias="client", repr=False)
+
+    def result(self) -> TurnSummary:
+        """Block until the turn is done; its summary.
+
+        Raises:
+            DurableError: the turn failed (the worker raised), or was cancelled.
+        """
+        try:
+            handle: WorkflowHandle[Any] = self._client.dbos.retrieve_workflow(self.turn_id)
+            record: Any = handle.get_result(polling_interval_sec=_POLL)
+        except Exception as exc:
+            raise DurableError(f"turn {self.turn_id} failed: {exc!r}") from exc
+        if not isinstance(record, Mapping):
+            raise DurableError(f"turn {self.turn_id} returned {type(record).__name__}")
+        return TurnSummary.from_record(cast(Mapping[str, Any], record))
+
+    async def wait(self) -> TurnSummary:
+        """:meth:`result` for Trio code (in a worker thread, abandoned on cancel)."""
+        return await trio.to_thread.run_sync(self.result, abandon_on_cancel=True)
+
+    def status(self) -> str:
+        """DBOS's status: ``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``..."""
+        return str(self._client.dbos.retrieve_workflow(self.turn_id).get_status().status)
+
+
+@final
+@attrs.define(eq=False)
+class DurableClient:
+    """Submits turns to the workers sharing *database_url*, and reads histories.
+
+    Example::
+
+        client = DurableClient.connect("sqlite:///agents.sqlite", agent="helper")
+        handle = client.submit("alice", "What changed since yesterday?")
+        print(handle.result().text)
+        client.close()
+    """
+
+    dbos: DBOSClient
+    store: SqlSessionStore
+    agent: str
+
+    @classmethod
+    def connect(cls, database_url: str | None = None, *, agent: str) -> DurableClient:
+        """Connect to the database (created, with its tables, if missing)."""
+        url = database_url or default_database_url()
+        engine_url(url)
+        try:
+            DBOS.migrate(url)
+            dbos = DBOSClient(system_database_url=url, application_name=APP_NAME)
+        except Exception as exc:
+            raise DurableError(f"cannot connect to {_safe(url)}: {exc}") from exc
+        try:
+            store = SqlSessionStore.connect(url)
+        except BaseException:
+            dbos.destroy()
+            raise
+        return cls(dbos, store, agent)
+
+    def submit(self, session_id: str, prompt: str) -> TurnHandle:
+        """Enqueue a turn of *session_id*: *prompt* as the user's message.
+
+        Turns of one session run one at a time, in submission order.
+
+        Raises:
+            TranscriptError: *session_id* is not a valid id.
+            DurableError: the turn cannot be enqueued.
+        """
+        check_session_id(session_id)
+        if not isinstance(prompt, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise DurableError(f"a prompt is a string, not {type(prompt).__name__}")
+        try:
+            number = self.store.next_turn_number(session_id)
+            # The queue runs a session's turns by priority: in submission order.
+            options: EnqueueOptions = {
+                "queue_name": QUEUE,
+                "workflow_name": WORKFLOW,
+                "queue_partition_key": session_id,
+                "app_version": APP_VERSION,
+                "priority": min(number, _MAX_PRIORITY),
+            }
+            turn_id = self.dbos.enqueue(options, self.agent, session_id, prompt).get_workflow_id()
+        except Exception as exc:
+            raise DurableError(f"cannot enqueue the turn: {exc}") from exc
+        return TurnHandle(turn_id, client=self)
+
+    def history(self, session_id: str) -> tuple[Message, ...]:
+        """*session_id*'s history, as committed by its finished turns."""
+        return self.store.load(check_session_id(session_id))
+
+    def close(self) -> None:
+        self.dbos.destroy()
+        self.store.close()
+
+
+def _safe(url: str) -> str:
+    try:
+        return engine_url(url).render_as_string(hide_password=True)
+    except DurableError:  # pragma: no cover - checked before
+        return "the database"

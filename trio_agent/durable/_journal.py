@@ -1,0 +1,180 @@
+"""The journal of a running turn: each model answer and each tool result, recorded
+as it completes, so that a turn re-run after a crash answers from the record.
+
+Re-running a turn from its start replays its model calls in order: the *n*-th
+call of the turn, if its answer was recorded, is answered from the record (the
+same blocks, hence the same tool calls and ids); otherwise the model is asked.
+A tool call is keyed by the model call it belongs to, its tool name, its input and
+its rank among identical calls of that answer, so a recorded result answers the
+same call again even when the model, asked again, gives it another id. What is
+not recorded runs again: a tool that had started but not returned, a tool that
+raised, a model answer cut before its end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import json
+from collections import Counter
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any, final
+
+import attrs
+import trio
+
+from .. import (
+    AssistantMessage,
+    ContentBlock,
+    ModelClient,
+    StreamItem,
+    StreamResult,
+    StreamStatistics,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    block_from_api,
+    message_from_api,
+)
+from ._store import SqlSessionStore
+
+__all__ = ["TurnJournal", "current_turn_id", "idempotency_key"]
+
+_TURN_ID: contextvars.ContextVar[str] = contextvars.ContextVar("trio_agent_durable_turn_id")
+
+
+def current_turn_id() -> str | None:
+    """The id of the durable turn the calling task runs in (its DBOS workflow id), or None."""
+    return _TURN_ID.get(None)
+
+
+def idempotency_key(ctx: ToolContext) -> str:
+    """A key for a tool's external side effect: the same across re-runs of the call.
+
+    Inside a durable turn it is ``<turn id>/<tool_use_id>``; pass it to services
+    that deduplicate requests (an ``Idempotency-Key`` header) so that a call re-run
+    after a crash (its result was not recorded) does not act twice.
+    """
+    turn = current_turn_id()
+    return ctx.tool_use_id if turn is None else f"{turn}/{ctx.tool_use_id}"
+
+
+def _call_key(call: int, name: str, input: Mapping[str, Any], rank: int) -> str:
+    canonical = json.dumps(input, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
+    return f"tool/{call}/{name}/{digest}/{rank}"
+
+
+def _encode(value: Any) -> dict[str, Any]:
+    output = value if isinstance(value, ToolOutput) else ToolOutput(value)
+    content = output.content
+    return {
+        "content": content if isinstance(content, str) else [b.to_api() for b in content],
+        "is_error": output.is_error,
+    }
+
+
+def _decode(record: Mapping[str, Any]) -> ToolOutput:
+    content = record["content"]
+    blocks: str | Sequence[ContentBlock] = (
+        content if isinstance(content, str) else [block_from_api(b) for b in content]
+    )
+    return ToolOutput(blocks, is_error=bool(record.get("is_error", False)))
+
+
+@final
+@attrs.define(eq=False)
+class TurnJournal:
+    """Records and replays one turn's model answers and tool results."""
+
+    store: SqlSessionStore
+    turn_id: str
+    recorded: dict[str, Any]
+    calls: int = 0
+    replayed_tools: int = 0
+    _ranks: Counter[str] = attrs.field(factory=Counter[str])
+
+    @classmethod
+    async def open(cls, store: SqlSessionStore, turn_id: str) -> TurnJournal:
+        recorded = await trio.to_thread.run_sync(store.journal, turn_id)
+        return cls(store, turn_id, recorded)
+
+    async def _record(self, key: str, value: Any) -> None:
+        self.recorded[key] = value
+        # Shielded: once the work is done its record must land, or it runs again.
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(self.store.record, self.turn_id, key, value)
+
+    def client(self, inner: ModelClient) -> ModelClient:
+        return _JournaledClient(inner, self)
+
+    def tools(self, tools: Sequence[Tool]) -> list[Tool]:
+        return [attrs.evolve(t, run=self._wrap(t)) for t in tools]
+
+    def _wrap(self, tool: Tool) -> Any:
+        run = tool.run
+
+        async def journaled(input: Mapping[str, Any], ctx: ToolContext) -> Any:
+            base = _call_key(self.calls - 1, tool.name, input, 0)[: -len("/0")]
+            rank = self._ranks[base]
+            self._ranks[base] += 1
+            key = f"{base}/{rank}"
+            if key in self.recorded:
+                self.replayed_tools += 1
+                return _decode(self.recorded[key])
+            value = await run(input, ctx)
+            await self._record(key, _encode(value))
+            return value
+
+        return journaled
+
+    def next_call(self) -> tuple[int, AssistantMessage | None]:
+        """Start the turn's next model call: its index and its recorded answer, if any."""
+        index = self.calls
+        self.calls += 1
+        self._ranks.clear()
+        data = self.recorded.get(f"model/{index}")
+        return index, None if data is None else _assistant(data)
+
+    async def record_answer(self, index: int, message: AssistantMessage) -> None:
+        await self._record(f"model/{index}", message.to_api())
+
+
+def _assistant(data: Mapping[str, Any]) -> AssistantMessage:
+    message = message_from_api(data)
+    assert isinstance(message, AssistantMessage)
+    return message
+
+
+@final
+@attrs.define(eq=False)
+class _JournaledClient:
+    inner: ModelClient
+    journal: TurnJournal
+
+    def stream(
+        self, **kwargs: Any
+    ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]:
+        index, answer = self.journal.next_call()
+        if answer is not None:
+            return _replay(answer)
+        return _recorded(self.inner, kwargs, self.journal, index)
+
+
+@trio.as_safe_channel
+async def _replay(message: AssistantMessage) -> AsyncGenerator[StreamItem]:
+    for block in message.content:
+        yield attrs.evolve(message, content=(block,))
+    yield StreamResult(message, ttft=None, statistics=StreamStatistics())
+
+
+@trio.as_safe_channel
+async def _recorded(
+    inner: ModelClient, kwargs: dict[str, Any], journal: TurnJournal, index: int
+) -> AsyncGenerator[StreamItem]:
+    async with inner.stream(**kwargs) as items:
+        async for item in items:
+            if isinstance(item, StreamResult):
+                await journal.record_answer(index, item.message)
+            yield item

@@ -1,0 +1,245 @@
+"""SqlSessionStore: histories, committed turns and the turn journal in one SQL database.
+
+The database is the durable engine's (DBOS's system database: a SQLite file or
+Postgres), so a session's history lives where its turns are queued. Three tables:
+
+- ``trio_agent_messages``: each session's history, one row per message, in order;
+- ``trio_agent_turns``: each committed turn (its id is the DBOS workflow id) and
+  its summary; committing a turn twice is a no-op that returns the first summary;
+- ``trio_agent_sessions``: how many turns each session was given (their order);
+- ``trio_agent_journal``: what a running turn recorded (each model answer, each
+  tool result), so a turn re-run after a crash answers from the record.
+
+Every method is blocking (SQLAlchemy); the worker calls them from threads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, cast, final
+
+import attrs
+import sqlalchemy as sa
+import sqlalchemy.exc
+
+from .. import Message, TranscriptError, TrioAgentError, message_from_api, repair_history
+from ._errors import DurableError
+
+__all__ = ["SqlSessionStore", "engine_url"]
+
+_META = sa.MetaData()
+_MESSAGES = sa.Table(
+    "trio_agent_messages",
+    _META,
+    sa.Column("session_id", sa.String(200), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("turn_id", sa.String(200), nullable=True),
+    sa.Column("message", sa.Text, nullable=False),
+)
+_TURNS = sa.Table(
+    "trio_agent_turns",
+    _META,
+    sa.Column("turn_id", sa.String(200), primary_key=True),
+    sa.Column("session_id", sa.String(200), nullable=False),
+    sa.Column("summary", sa.Text, nullable=False),
+)
+_SESSIONS = sa.Table(
+    "trio_agent_sessions",
+    _META,
+    sa.Column("session_id", sa.String(200), primary_key=True),
+    sa.Column("submitted", sa.Integer, nullable=False),
+)
+_JOURNAL = sa.Table(
+    "trio_agent_journal",
+    _META,
+    sa.Column("turn_id", sa.String(200), primary_key=True),
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+
+def engine_url(database_url: str) -> sa.URL:
+    """*database_url* (``sqlite:///file`` or ``postgresql://...``) with the driver we use."""
+    try:
+        url = sa.make_url(database_url)
+    except sqlalchemy.exc.ArgumentError as exc:
+        raise DurableError(f"not a database URL: {database_url!r:.200}") from exc
+    if url.get_backend_name() in ("postgresql", "postgres"):
+        return url.set(drivername="postgresql+psycopg")
+    if url.get_backend_name() == "sqlite":
+        return url
+    raise DurableError(f"unsupported database (sqlite or postgresql only): {url.drivername}")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@final
+@attrs.define(eq=False)
+class SqlSessionStore:
+    """A :class:`~trio_agent.SessionStore` over SQL, with the durable turn's records.
+
+    Example::
+
+        store = SqlSessionStore.connect("sqlite:///agents.sqlite")
+        store.load("alice")   # the history, valid for the API
+    """
+
+    engine: sa.Engine
+
+    @classmethod
+    def connect(cls, database_url: str) -> SqlSessionStore:
+        """Open the store at *database_url*, creating its tables if missing."""
+        url = engine_url(database_url)
+        kwargs: dict[str, Any] = {"pool_pre_ping": True}
+        if url.get_backend_name() == "sqlite":
+            kwargs["connect_args"] = {"timeout": 30}
+        engine = sa.create_engine(url, **kwargs)
+        try:
+            _META.create_all(engine, checkfirst=True)
+        except (
+            sqlalchemy.exc.IntegrityError
+        ):  # pragma: no cover - another process created them first
+            pass
+        except sqlalchemy.exc.SQLAlchemyError as exc:
+            engine.dispose()
+            raise DurableError(f"cannot open the session store: {exc}") from exc
+        return cls(engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- SessionStore ---------------------------------------------------------------
+
+    def load(self, session_id: str) -> tuple[Message, ...]:
+        """The history of *session_id* (repaired to be valid for the API)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(_MESSAGES.c.seq, _MESSAGES.c.message)
+                .where(_MESSAGES.c.session_id == session_id)
+                .order_by(_MESSAGES.c.seq)
+            ).all()
+        messages: list[Message] = []
+        for seq, text in rows:
+            try:
+                data = json.loads(text)
+                if not isinstance(data, dict):
+                    raise ValueError(f"not a JSON object: {text[:80]!r}")
+                messages.append(message_from_api(cast(dict[str, Any], data)))
+            except (TrioAgentError, ValueError, RecursionError) as exc:
+                raise TranscriptError(f"session {session_id!r}, message {seq}: {exc}") from exc
+        return tuple(repair_history(messages)[0])
+
+    def append(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Add *messages* at the end of *session_id*'s history, in one transaction."""
+        with self.engine.begin() as conn:
+            self._insert(conn, session_id, None, messages)
+
+    # -- turns ----------------------------------------------------------------------
+
+    def next_turn_number(self, session_id: str) -> int:
+        """Count one more turn submitted to *session_id*; its number (1, 2, ...).
+
+        Turns of a session run in this order (it is their priority in the queue).
+        """
+        for _ in range(3):
+            try:
+                with self.engine.begin() as conn:
+                    updated = conn.execute(
+                        _SESSIONS.update()
+                        .where(_SESSIONS.c.session_id == session_id)
+                        .values(submitted=_SESSIONS.c.submitted + 1)
+                    ).rowcount
+                    if not updated:
+                        conn.execute(_SESSIONS.insert().values(session_id=session_id, submitted=1))
+                    return int(
+                        conn.execute(
+                            sa.select(_SESSIONS.c.submitted).where(
+                                _SESSIONS.c.session_id == session_id
+                            )
+                        ).scalar_one()
+                    )
+            except sqlalchemy.exc.IntegrityError:  # pragma: no cover - a concurrent first turn
+                continue
+        raise DurableError(f"cannot number a turn of {session_id!r}")  # pragma: no cover
+
+    def commit_turn(
+        self,
+        session_id: str,
+        turn_id: str,
+        messages: Sequence[Message],
+        summary: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """Append a turn's *messages* and record its *summary*, all or nothing.
+
+        Returns the summary recorded: *summary*, or the first one if *turn_id* was
+        already committed (a turn re-run after its commit appends nothing).
+        """
+        with self.engine.begin() as conn:
+            recorded = conn.execute(
+                sa.select(_TURNS.c.summary).where(_TURNS.c.turn_id == turn_id)
+            ).scalar()
+            if recorded is not None:
+                return json.loads(recorded)
+            self._insert(conn, session_id, turn_id, messages)
+            conn.execute(
+                _TURNS.insert().values(
+                    turn_id=turn_id, session_id=session_id, summary=_dumps(summary)
+                )
+            )
+            conn.execute(_JOURNAL.delete().where(_JOURNAL.c.turn_id == turn_id))
+        return dict(summary)
+
+    def turn_summary(self, turn_id: str) -> dict[str, Any] | None:
+        """The summary of the committed turn *turn_id*, or None."""
+        with self.engine.connect() as conn:
+            text = conn.execute(
+                sa.select(_TURNS.c.summary).where(_TURNS.c.turn_id == turn_id)
+            ).scalar()
+        return None if text is None else json.loads(text)
+
+    def _insert(
+        self, conn: sa.Connection, session_id: str, turn_id: str | None, messages: Sequence[Message]
+    ) -> None:
+        last = conn.execute(
+            sa.select(sa.func.max(_MESSAGES.c.seq)).where(_MESSAGES.c.session_id == session_id)
+        ).scalar()
+        start = 0 if last is None else int(last) + 1
+        if messages:
+            conn.execute(
+                _MESSAGES.insert(),
+                [
+                    {
+                        "session_id": session_id,
+                        "seq": start + i,
+                        "turn_id": turn_id,
+                        "message": _dumps(m.to_api()),
+                    }
+                    for i, m in enumerate(messages)
+                ],
+            )
+
+    # -- the journal of a running turn ----------------------------------------------
+
+    def journal(self, turn_id: str) -> dict[str, Any]:
+        """Everything recorded so far by the turn *turn_id*: key -> value."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(_JOURNAL.c.key, _JOURNAL.c.value).where(_JOURNAL.c.turn_id == turn_id)
+            ).all()
+        return {key: json.loads(value) for key, value in rows}
+
+    def record(self, turn_id: str, key: str, value: Any) -> None:
+        """Record *value* under *key* for *turn_id* (the first record of a key wins)."""
+        with self.engine.begin() as conn:
+            exists = conn.execute(
+                sa.select(_JOURNAL.c.key).where(
+                    (_JOURNAL.c.turn_id == turn_id) & (_JOURNAL.c.key == key)
+                )
+            ).first()
+            if exists is None:
+                conn.execute(
+                    _JOURNAL.insert().values(turn_id=turn_id, key=key, value=_dumps(value))
+                )
