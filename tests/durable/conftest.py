@@ -128,6 +128,12 @@ async def wait_for(predicate, what: str, workers: Workers | None = None) -> None
         await trio.sleep(0.02)
 
 
+@pytest.fixture(name="wait_for")
+def wait_for_fixture():
+    """:func:`wait_for`, for test modules (which never import conftest)."""
+    return wait_for
+
+
 def _postgres_bin() -> pathlib.Path | None:
     found = sorted(pathlib.Path("/usr/lib/postgresql").glob("*/bin/initdb"))
     if found:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from conftest import Workers  # pyright: ignore
+
 import json
 import pathlib
 import subprocess
@@ -9,10 +14,11 @@ import sys
 
 import pytest
 import trio
-from conftest import HERE, Workers  # pyright: ignore
 
 from trio_agent._cli import main
 from trio_agent.durable import DurableClient, DurableError, load_agent
+
+HERE = pathlib.Path(__file__).resolve().parent
 
 
 @pytest.fixture(autouse=True)

@@ -3,10 +3,14 @@ histories are valid, and no tool call whose result was recorded runs again."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from conftest import Workers  # pyright: ignore
+
 import pathlib
 
 import trio
-from conftest import Workers, wait_for  # pyright: ignore
 
 from trio_agent import AssistantMessage, ToolResultBlock, UserMessage
 from trio_agent.durable import DurableClient
@@ -19,7 +23,7 @@ def _gates(directory: pathlib.Path, session: str) -> list[pathlib.Path]:
 
 
 async def test_kill9_mid_turn_then_restart_resumes_without_rerunning_recorded_tools(
-    tmp_path: pathlib.Path, workers: Workers
+    tmp_path: pathlib.Path, workers: Workers, wait_for
 ) -> None:
     url = f"sqlite:///{tmp_path / 'agents.sqlite'}"
     client = await trio.to_thread.run_sync(lambda: DurableClient.connect(url, agent="durable-test"))

@@ -3,11 +3,15 @@ mid-turn and restarted; every session completes once."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from conftest import Workers  # pyright: ignore
+
 import os
 import pathlib
 
 import trio
-from conftest import Workers, wait_for  # pyright: ignore
 
 from trio_agent.durable import DurableClient
 
@@ -20,7 +24,7 @@ def _gate_pids(directory: pathlib.Path) -> list[int]:
 
 
 async def test_two_workers_share_a_queue_and_survive_a_kill(
-    tmp_path: pathlib.Path, workers: Workers, postgres_url: str
+    tmp_path: pathlib.Path, workers: Workers, wait_for, postgres_url: str
 ) -> None:
     client = await trio.to_thread.run_sync(
         lambda: DurableClient.connect(postgres_url, agent="durable-test")
