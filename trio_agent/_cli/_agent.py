@@ -342,7 +342,7 @@ def report_turn(
             f"{usage.input_tokens} in / {usage.output_tokens} out tokens",
         ]
         cost = session.cost
-        if cost is not None and usage.input_tokens + usage.output_tokens > 0:
+        if cost is not None and round(cost, 4) > 0:  # no "~$0.0000" noise
             parts.append(f"~${cost:.4f}")
         if recorder.tools:
             parts.append(f"overlapping saved {recorder.total_saved():.2f}s")
