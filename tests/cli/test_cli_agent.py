@@ -54,9 +54,10 @@ def test_replay_sse_as_json_with_crlf_and_splits(
     answer = ScriptedAnswer(blocks=ANSWER.blocks, faults=Faults(line_ending="\r\n", bom=True))
     path.write_bytes(render_sse(answer))
     assert main(["replay", "--json", str(path)]) == 0
-    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert events[0]["type"] == "message_start"
-    assert events[-1]["type"] == "message_stop"
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {r["type"] for r in records} == {"StreamEvent"}
+    assert records[0]["event"]["type"] == "message_start"
+    assert records[-1]["event"]["type"] == "message_stop"
 
 
 def test_replay_truncated_sse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -92,7 +93,8 @@ def test_replay_transcript_json(tmp_path: Path, capsys: pytest.CaptureFixture[st
     w.close()
     assert main(["replay", "--json", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [json.loads(line)["role"] for line in lines] == ["user"]
+    records = [json.loads(line) for line in lines]
+    assert [(r["type"], r["message"]["role"]) for r in records] == [("UserMessage", "user")]
 
 
 def test_replay_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -100,7 +100,7 @@ def test_demo_live_view(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_demo_bad_speed(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--speed", "0"]) == 2
-    assert "--speed must be positive" in capsys.readouterr().err
+    assert "--speed: must be positive" in capsys.readouterr().err
 
 
 def run_args(tmp_path: Path, prompt: str = "Write a note.", **kw: Any) -> argparse.Namespace:
@@ -112,6 +112,10 @@ def run_args(tmp_path: Path, prompt: str = "Write a note.", **kw: Any) -> argpar
         "transcript": str(tmp_path / "t.jsonl"),
         "max_tokens": 1024,
         "json": False,
+        "continue_": False,
+        "resume": None,
+        "allow": None,
+        "deny": None,
     }
     return argparse.Namespace(**(values | kw))
 
@@ -192,7 +196,7 @@ async def test_run_ctrl_c_aborts_the_turn(
         status = await cli_agent.run_prompt(args, client=model.client(), out=out)  # type: ignore[arg-type]
     finally:
         release.set()
-    assert status == 1
+    assert status == 130
     assert "aborting the turn" in capsys.readouterr().err
     assert "[aborted_" in out.text  # streaming or tools: when the signal lands
     assert not (tmp_path / "note.txt").exists()

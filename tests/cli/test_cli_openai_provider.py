@@ -10,7 +10,7 @@ import pytest
 
 import trio_agent._cli._agent as cli_agent
 from trio_agent import TextBlock, ToolUseBlock
-from trio_agent._cli._main import main
+from trio_agent._cli._main import build_parser, main
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, serve_scripted_model
 
 
@@ -26,18 +26,10 @@ class Out:
         pass
 
 
-def _args(tmp_path: Path, **kw: Any) -> argparse.Namespace:
-    values: dict[str, Any] = {
-        "prompt": "read the readme",
-        "model": "openai:gpt-x",
-        "provider": None,
-        "base_url": None,
-        "workspace": str(tmp_path),
-        "transcript": None,
-        "max_tokens": 1024,
-        "json": False,
-    }
-    return argparse.Namespace(**(values | kw))
+def _args(tmp_path: Path, *, model: str, provider: str | None, base_url: str) -> argparse.Namespace:
+    argv = ["run", "read the readme", "--model", model, "--workspace", str(tmp_path)]
+    argv += ["--base-url", base_url, *(["--provider", provider] if provider else [])]
+    return build_parser().parse_args(argv)
 
 
 @pytest.mark.parametrize(

@@ -19,21 +19,22 @@ def test_stream_json(capsys: pytest.CaptureFixture[str]) -> None:
     captured = capsys.readouterr()
     assert "scripted model" in captured.err
     lines = [json.loads(line) for line in captured.out.splitlines()]
-    events = [line for line in lines if line["kind"] == "event"]
+    assert all(set(line) >= {"type"} for line in lines)
+    events = [line["event"] for line in lines if line["type"] == "StreamEvent"]
     assert events[0]["type"] == "message_start"
     assert events[-1]["type"] == "message_stop"
-    blocks = [line["block"] for line in lines if line["kind"] == "block"]
+    blocks = [line["block"] for line in lines if line["type"] == "BlockFinished"]
     assert [b["type"] for b in blocks] == ["thinking", "text", "tool_use", "tool_use"]
     assert blocks[2]["input"] == {"path": "README.md"}
     result = lines[-1]
-    assert result["kind"] == "result"
+    assert result["type"] == "StreamResult"
     assert result["message"]["content"] == blocks
     assert result["message"]["stop_reason"] == "tool_use"
     assert result["ttft"] > 0
     text = "".join(
-        e["data"]["delta"]["text"]
+        e["delta"]["text"]
         for e in events
-        if e["type"] == "content_block_delta" and e["data"]["delta"]["type"] == "text_delta"
+        if e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta"
     )
     assert text == blocks[1]["text"]
 
@@ -69,7 +70,7 @@ def test_plain_output_without_rich(
 
 @pytest.mark.parametrize(
     "argv",
-    [["stream", "--max-tokens", "x"], ["stream", "--max-tokens", "0"], ["stream", "--bogus"], []],
+    [["stream", "--max-tokens", "x"], ["stream", "--max-tokens", "0"], ["stream", "--bogus"]],
 )
 def test_bad_options_are_one_line_errors(
     argv: list[str], capsys: pytest.CaptureFixture[str]
@@ -95,5 +96,8 @@ def test_api_errors_are_one_line(
     )
     assert _cli.main(["stream", "hi"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("trio-agent: APIConnectionError")
+    assert err.startswith("trio-agent: error: cannot reach http://127.0.0.1:9/v1/messages: ")
+    assert "APIConnectionError" not in err
+    assert "Traceback" not in err
+    assert err.count("\n") == 2
     assert "SENTINEL" not in err

@@ -11,11 +11,11 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import trio
 
-from .._exceptions import AuthenticationError, TrioAgentError
+from .._exceptions import TrioAgentError
 from .._messages import (
     AssistantMessage,
     Message,
@@ -25,42 +25,80 @@ from .._messages import (
     ToolUseBlock,
     UserMessage,
 )
-from ._provider import PROVIDERS, provider_client, provider_of
+from .._model import ModelClient
+from ._provider import provider_client, provider_of
+from ._session_options import DEFAULT_MODEL
 
-__all__ = ["add_agent_commands"]
+if TYPE_CHECKING:
+    from ._interrupt import CtrlC
+
+__all__ = [
+    "add_agent_commands",
+    "check_api_setup",
+    "command_client",
+    "event_fields",
+    "input_line",
+    "positive_float",
+    "preview",
+    "print_event",
+    "print_transcript",
+    "replay_sse",
+    "report_turn",
+    "run_prompt",
+    "run_turn",
+]
 
 _TRANSCRIPT_TYPES = frozenset({"header", "user", "assistant", "history"})
 
 
 def add_agent_commands(subparsers: Any) -> None:
     """Add ``demo``, ``run`` and ``replay`` to an argparse subparsers object."""
+    from ._session_options import add_session_options
+
     demo = subparsers.add_parser(
         "demo",
         help="a scripted agent task on a temporary project (no API key, no network)",
+        description="A scripted model asks the real built-in tools for a status report "
+        "on a small project in a temporary directory; the tools run while the answer "
+        "streams, and a timeline shows what that saved.",
     )
-    demo.add_argument("--json", action="store_true", help="print NDJSON events")
+    demo.add_argument("--json", action="store_true", help="print one JSON event per line")
     demo.add_argument(
-        "--speed", type=float, default=1.0, help="stream this many times faster (default 1)"
+        "--speed", type=positive_float, default=1.0, help="stream this many times faster"
     )
     demo.set_defaults(func=_demo_command)
 
-    run = subparsers.add_parser("run", help="run one prompt against the Anthropic API")
-    run.add_argument("prompt")
-    run.add_argument("--model", default="claude-sonnet-4-5")
-    run.add_argument("--provider", choices=PROVIDERS, default=None)  # or a "openai:" prefix
-    run.add_argument("--base-url", default=None)
-    run.add_argument("--workspace", default=".", help="the directory tools work in")
-    run.add_argument("--transcript", default=None, help="append the conversation to this JSONL")
-    run.add_argument("--max-tokens", type=int, default=8192)
-    run.add_argument("--json", action="store_true", help="print NDJSON events")
+    run = subparsers.add_parser(
+        "run",
+        help="run one prompt against the Anthropic API, with the built-in tools",
+        description="Run one prompt in a session against the Anthropic API "
+        "(ANTHROPIC_API_KEY); Write, Edit and Bash are asked about unless --allow says "
+        "otherwise. Ctrl+C aborts the turn, a second Ctrl+C exits.",
+    )
+    run.add_argument("prompt", help="what to ask the model")
+    add_session_options(run)
     run.set_defaults(func=_run_command)
 
     replay = subparsers.add_parser(
-        "replay", help="replay a recorded SSE stream or print a transcript (JSONL)"
+        "replay",
+        help="replay a recorded SSE stream or print a transcript (JSONL)",
+        description="Print a transcript written by run/chat --transcript, or replay a "
+        "recorded Messages API SSE stream as it would have streamed.",
     )
-    replay.add_argument("file")
-    replay.add_argument("--json", action="store_true", help="print NDJSON events")
+    replay.add_argument("file", help="a transcript (.jsonl) or an SSE recording")
+    replay.add_argument("--json", action="store_true", help="print one JSON event per line")
     replay.set_defaults(func=_replay_command)
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0 (a usage error otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
 
 
 def _error(message: str) -> int:
@@ -80,6 +118,14 @@ def _is_transcript(data: bytes) -> bool:
     return isinstance(record, dict) and record.get("type") in _TRANSCRIPT_TYPES
 
 
+def _is_sse(data: bytes) -> bool:
+    """Whether *data* holds at least one SSE field line (``event:`` or ``data:``)."""
+    for line in data.removeprefix(b"\xef\xbb\xbf").splitlines():
+        if line.startswith((b"data:", b"event:")):
+            return True
+    return False
+
+
 def _replay_command(args: argparse.Namespace) -> int:
     try:
         with open(args.file, "rb") as f:
@@ -91,14 +137,19 @@ def _replay_command(args: argparse.Namespace) -> int:
             from .._session import read_transcript
 
             print_transcript(read_transcript(args.file).messages, sys.stdout, as_json=args.json)
-        else:
+        elif _is_sse(data):
             trio.run(replay_sse, data, sys.stdout, args.json)
+        else:
+            return _error(
+                f"{args.file} is neither a transcript (the JSONL of run/chat --transcript) "
+                "nor an SSE recording (event:/data: lines)"
+            )
     except TrioAgentError as exc:
         return _error(f"{type(exc).__name__}: {exc}")
     return 0
 
 
-def _preview(value: Any, limit: int = 80) -> str:
+def preview(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -108,7 +159,8 @@ def print_transcript(messages: Sequence[Message], out: IO[str], *, as_json: bool
     """Print a conversation: prompts, answers, tool calls and results."""
     for m in messages:
         if as_json:
-            out.write(json.dumps(m.to_api()) + "\n")
+            record = {"type": type(m).__name__, "message": m.to_api()}
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
             continue
         if isinstance(m, UserMessage):
             if isinstance(m.content, str):
@@ -118,7 +170,7 @@ def print_transcript(messages: Sequence[Message], out: IO[str], *, as_json: bool
                 if isinstance(b, ToolResultBlock):
                     mark = "✗" if b.is_error else "✓"
                     content = b.content if isinstance(b.content, str) else "[blocks]"
-                    out.write(f"  {mark} {b.tool_use_id}: {_preview(content)}\n")
+                    out.write(f"  {mark} {b.tool_use_id}: {preview(content)}\n")
                 elif isinstance(b, TextBlock):
                     out.write(f"\n> {b.text}\n")
             continue
@@ -130,9 +182,9 @@ def _print_answer(m: AssistantMessage, out: IO[str]) -> None:
         if isinstance(b, TextBlock):
             out.write(f"{b.text}\n")
         elif isinstance(b, ThinkingBlock):
-            out.write(f"(thinking) {_preview(b.thinking)}\n")
+            out.write(f"(thinking) {preview(b.thinking)}\n")
         elif isinstance(b, ToolUseBlock):
-            out.write(f"  → {b.name}({_preview(dict(b.input), 60)}) [{b.id}]\n")
+            out.write(f"  → {b.name}({preview(dict(b.input), 60)}) [{b.id}]\n")
     if m.stop_reason is not None:
         usage = m.usage
         out.write(
@@ -173,14 +225,16 @@ async def replay_sse(data: bytes, out: IO[str], as_json: bool = False) -> None:
         event = acc.decode(raw)
         completed = acc.feed(event)
         if as_json:
-            out.write(json.dumps(event) + "\n")
+            out.write(
+                json.dumps({"type": "StreamEvent", "event": event}, ensure_ascii=False) + "\n"
+            )
             continue
         delta: Mapping[str, Any] = event.get("delta") or {}
         if event["type"] == "content_block_delta" and delta.get("type") == "text_delta":
             out.write(str(delta.get("text", "")))
         for item in completed:
             if isinstance(item, ToolUseBlock):
-                out.write(f"\n  → {item.name}({_preview(dict(item.input), 60)}) [{item.id}]\n")
+                out.write(f"\n  → {item.name}({preview(dict(item.input), 60)}) [{item.id}]\n")
             elif isinstance(item, AssistantMessage):
                 out.write("\n")
                 usage = item.usage
@@ -195,27 +249,41 @@ async def replay_sse(data: bytes, out: IO[str], as_json: bool = False) -> None:
 # -- run ----------------------------------------------------------------------------
 
 
-def _run_command(args: argparse.Namespace) -> int:
+def check_api_setup(args: argparse.Namespace) -> int | None:
+    """Before ``run`` / ``chat``: the exit status of a one-line error, or None if all is
+    set. Settles ``args.provider`` and strips a ``provider:`` prefix from ``args.model``."""
     try:
-        provider, _ = provider_of(getattr(args, "provider", None), args.model)
+        args.provider, model = provider_of(args.provider, args.model or "")
     except ValueError as exc:
         return _error(str(exc))
-    if provider == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
-        return _error(
-            "ANTHROPIC_API_KEY is not set; export it, or try `trio-agent demo` (no key needed)"
-        )
+    args.model = model or None
+    key = "ANTHROPIC_API_KEY" if args.provider == "anthropic" else "OPENAI_API_KEY"
+    if not os.environ.get(key):
+        return _error(f"{key} is not set; export it, or try `trio-agent demo` (no key needed)")
     if not os.path.isdir(args.workspace):
         return _error(f"workspace {args.workspace!r} is not a directory")
-    try:
-        return trio.run(run_prompt, args)
-    except TrioAgentError as exc:
-        return _error(f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def command_client(args: argparse.Namespace) -> ModelClient:
+    """The client for ``run`` / ``chat``: by ``--provider`` or the model's prefix."""
+    client, model = provider_client(args.provider, args.model or DEFAULT_MODEL, args.base_url)
+    if args.model:  # else the session's default (the transcript's model when continuing)
+        args.model = model
+    return client
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    problem = check_api_setup(args)
+    if problem is not None:
+        return problem
+    return trio.run(run_prompt, args)
 
 
 async def _ask(tool: Any, input: Mapping[str, Any], ctx: Any) -> Any:
     from .._permissions import Allow, Deny
 
-    question = f"\nAllow {tool.name}({_preview(dict(input), 100)})? [y/N] "
+    question = f"\nAllow {tool.name}({preview(dict(input), 100)})? [y/N] "
 
     def prompt() -> str:
         return input_line(question)
@@ -231,94 +299,134 @@ def input_line(question: str) -> str:
     return sys.stdin.readline()
 
 
-async def run_prompt(
-    args: argparse.Namespace, *, client: Any = None, out: IO[str] | None = None
-) -> int:
-    """``trio-agent run``: one prompt in a session against the API.
-
-    Write, Edit and Bash are asked about on the terminal. The first Ctrl+C aborts
-    the turn (every tool call gets its result, the transcript stays valid); a
-    second one stops waiting and exits with status 130.
-
-    Args:
-        args: the parsed ``run`` arguments.
-        client: the client to use (default: by ``--provider`` or the model's
-            ``openai:`` prefix, an ``OpenAIClient``; else an ``AnthropicClient``;
-            for ``args.base_url``).
-        out: where to print (default stdout).
-
-    Returns:
-        0 when the turn completed, 1 when it ended otherwise, 130 on a second Ctrl+C.
-    """
-    import signal
-
-    from .._loop import PermissionRules, TurnEnd
-    from .._session import Session
+def make_session(args: argparse.Namespace, client: Any, recorder: Any, err: IO[str]) -> Any:
+    """The session of ``run`` / ``chat``: the built-in tools (instrumented for
+    *recorder*), the permission rules of the flags, the transcript options."""
     from ..tools import Workspace, default_tools
-    from ._timeline import TurnRecorder, instrument
+    from ._session_options import open_session, permission_rules
+    from ._timeline import instrument
 
-    stream = out if out is not None else sys.stdout
-    recorder = TurnRecorder(trio.current_time)
-    model = args.model
-    if client is None:
-        try:
-            client, model = provider_client(getattr(args, "provider", None), model, args.base_url)
-        except (AuthenticationError, ValueError) as exc:
-            return _error(str(exc))
-    session = Session(
+    return open_session(
+        args,
         client,
         instrument(default_tools(Workspace(args.workspace)), recorder),
-        model=model,
-        max_tokens=args.max_tokens,
-        transcript_path=args.transcript,
-        can_use_tool=PermissionRules.default(ask_callback=_ask),
+        can_use_tool=permission_rules(args, _ask),
+        err=err,
     )
-    aborted = exited = False
-    try:
-        with trio.open_signal_receiver(signal.SIGINT) as sigints:
-            async with trio.open_nursery() as nursery:
 
-                async def watch() -> None:
-                    nonlocal aborted, exited
-                    async for _ in sigints:
-                        if not aborted:
-                            aborted = True
-                            sys.stderr.write("\n[aborting the turn; Ctrl+C again to exit]\n")
-                            session.abort()
-                        else:
-                            exited = True
-                            nursery.cancel_scope.cancel()
 
-                nursery.start_soon(watch)
-                async with session.submit(args.prompt) as events:
-                    async for event in events:
-                        recorder.feed(event)
-                        print_event(event, stream, as_json=args.json)
-                nursery.cancel_scope.cancel()
-    finally:
-        session.close()
-    if exited:
-        sys.stderr.write("trio-agent: interrupted\n")
-        return 130
-    end = recorder.end
-    if end is None:  # pragma: no cover - a turn always ends with TurnEnd
-        return 1
-    if not args.json:
+async def run_turn(
+    session: Any,
+    prompt: str,
+    recorder: Any,
+    ctrl_c: CtrlC,
+    out: IO[str],
+    *,
+    as_json: bool,
+) -> Any:
+    """One turn of *session*, printed as it goes; Ctrl+C aborts it.
+
+    Returns:
+        The turn's ``TurnEnd`` (None if a second Ctrl+C cut it short).
+    """
+    recorder.reset()
+    with ctrl_c.aborts(session.abort):
+        async with session.submit(prompt) as events:
+            async for event in events:
+                recorder.feed(event)
+                print_event(event, out, as_json=as_json)
+    return recorder.end
+
+
+def report_turn(
+    end: Any,
+    session: Any,
+    recorder: Any,
+    out: IO[str],
+    err: IO[str],
+    *,
+    as_json: bool,
+    attempts: int = 1,
+) -> None:
+    """After a turn: a summary line on *out* (unless JSON), the error on *err*."""
+    from ._errors import describe_error, prefixed
+
+    if not as_json:
         usage = session.usage
-        cost = session.cost
         parts = [
             str(end.reason),
             f"{end.turns} model call{'s' if end.turns != 1 else ''}",
             f"{usage.input_tokens} in / {usage.output_tokens} out tokens",
         ]
-        if cost is not None:
+        cost = session.cost
+        if cost is not None and round(cost, 4) > 0:  # no "~$0.0000" noise
             parts.append(f"~${cost:.4f}")
         if recorder.tools:
             parts.append(f"overlapping saved {recorder.total_saved():.2f}s")
-        stream.write(f"\n[{'; '.join(parts)}]\n")
-        if end.message:
-            stream.write(f"{end.message}\n")
-    assert isinstance(end, TurnEnd)
+        out.write(f"\n[{'; '.join(parts)}]\n")
+        out.flush()
+    if end.error is not None:
+        base_url = getattr(session.client, "base_url", None)
+        err.write(prefixed(describe_error(end.error, base_url=base_url, attempts=attempts)))
+    elif end.message and str(end.reason) != "completed":
+        err.write(f"trio-agent: {end.message}\n")
+    err.flush()
+
+
+async def run_prompt(
+    args: argparse.Namespace,
+    *,
+    client: Any = None,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+) -> int:
+    """``trio-agent run``: one prompt in a session against the API.
+
+    Write, Edit and Bash are asked about on the terminal (see ``--allow`` /
+    ``--deny``). The first Ctrl+C aborts the turn (every tool call gets its
+    result, the transcript stays valid, the turn's end is reported); a second one
+    stops waiting at once. Retries are said on stderr as they happen.
+
+    Args:
+        args: the parsed ``run`` arguments.
+        client: the client to use (default: by ``--provider`` or the model's
+            ``openai:`` prefix, an ``OpenAIClient``, else an ``AnthropicClient``; for
+            ``args.base_url``).
+        out: where to print (default stdout).
+        err: where errors, retries and questions go (default stderr).
+
+    Returns:
+        0 when the turn completed, 130 after Ctrl+C, 1 when it ended otherwise.
+    """
+    from ._errors import EXIT_INTERRUPTED, RetryReporter
+    from ._interrupt import open_ctrl_c
+    from ._timeline import TurnRecorder
+
+    stream = out if out is not None else sys.stdout
+    errors = err if err is not None else sys.stderr
+    recorder = TurnRecorder(trio.current_time)
+    if client is None:
+        client = command_client(args)
+    session = make_session(args, client, recorder, errors)
+    end = None
+    try:
+        with RetryReporter(errors) as retries:
+            async with open_ctrl_c(errors) as ctrl_c:
+                end = await run_turn(
+                    session, args.prompt, recorder, ctrl_c, stream, as_json=args.json
+                )
+    finally:
+        session.close()
+    if end is not None:
+        report_turn(
+            end, session, recorder, stream, errors, as_json=args.json, attempts=retries.attempts
+        )
+    if ctrl_c.pressed:
+        if ctrl_c.exited:
+            errors.write("trio-agent: interrupted\n")
+        return EXIT_INTERRUPTED
+    if end is None:  # pragma: no cover - a turn always ends with TurnEnd
+        return 1
     return 0 if end.reason == "completed" else 1
 
 
@@ -334,14 +442,14 @@ def print_event(event: object, out: IO[str], *, as_json: bool = False) -> None:
     elif isinstance(event, AssistantMessage):
         out.write("\n")
         for b in event.tool_uses:
-            out.write(f"  → {b.name}({_preview(dict(b.input), 60)})\n")
+            out.write(f"  → {b.name}({preview(dict(b.input), 60)})\n")
     elif isinstance(event, ToolProgress):
-        out.write(f"    {_preview(str(event.data), 76)}\n")
+        out.write(f"    {preview(str(event.data), 76)}\n")
     elif isinstance(event, UserMessage):
         for r in event.tool_results:
             mark = "✗" if r.is_error else "✓"
             content = r.content if isinstance(r.content, str) else "[blocks]"
-            out.write(f"  {mark} {_preview(content)}\n")
+            out.write(f"  {mark} {preview(content)}\n")
     elif isinstance(event, ModelFallback):
         out.write(f"\n[overloaded: switching from {event.from_model} to {event.to_model}]\n")
     out.flush()

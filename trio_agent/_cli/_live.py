@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 import attrs
 import trio
 
+from ._plain import PlainConsole, console_for, escape, has_rich
 from ._timeline import ModelCall, ToolRow, TurnRecorder, instrument
 
 if TYPE_CHECKING:
@@ -127,23 +128,13 @@ def _bar(call: ModelCall, row: ToolRow, start: float, span: float, width: int) -
     return "".join(cells)
 
 
-def print_timeline(console: Console, recorder: TurnRecorder) -> None:
+def print_timeline(console: Console | PlainConsole, recorder: TurnRecorder) -> None:
     """The turn's timeline, per model call, and what overlapping saved."""
-    from rich.table import Table
-
     for call in recorder.calls:
         moments = recorder.timeline(call)
-        table = Table(
-            title=f"model call {call.index} ({call.reason})",
-            title_justify="left",
-            show_edge=False,
-            box=None,
-        )
-        table.add_column("t", justify="right", style="cyan")
-        table.add_column("what")
+        console.print(f"model call {call.index} ({call.reason})", soft_wrap=True)
         for t, what in moments:
-            table.add_row(f"{t:6.2f}s", what)
-        console.print(table)
+            console.print(f"[cyan]{t:7.2f}s[/] {escape(what)}", soft_wrap=True)
         rows = [r for r in recorder.call_tools(call) if r.started_at is not None]
         if rows:
             end = max(
@@ -154,7 +145,8 @@ def print_timeline(console: Console, recorder: TurnRecorder) -> None:
             width = 40
             for row in rows:
                 bar = _bar(call, row, call.started_at, span, width)
-                console.print(f"  {row.summary[:28]:<28} [{_STYLES[row.state]}]{bar}[/]")
+                summary = escape(f"{row.summary[:28]:<28}")
+                console.print(f"  {summary} [{_STYLES[row.state]}]{bar}[/]")
             console.print(f"  {'':<28} │ the stream ended", style="dim")
         saved = recorder.saved(call)
         if saved > 0:
@@ -166,11 +158,24 @@ def print_timeline(console: Console, recorder: TurnRecorder) -> None:
     )
 
 
+async def _print_plain(
+    events: trio.abc.ReceiveChannel[Any], recorder: TurnRecorder, out: IO[str]
+) -> None:
+    from ._agent import print_event
+
+    async for event in events:
+        recorder.feed(event)
+        print_event(event, out)
+
+
 async def run_demo(speed: float = 1.0, as_json: bool = False, out: IO[str] | None = None) -> int:
     """``trio-agent demo``: the scripted agent task with the real built-in tools.
 
+    The first Ctrl+C aborts the turn (which is reported, the timeline too); a
+    second one exits at once.
+
     Returns:
-        0 when the turn completed, 1 otherwise.
+        0 when the turn completed, 130 after Ctrl+C, 1 otherwise.
     """
     import httpx
 
@@ -180,6 +185,8 @@ async def run_demo(speed: float = 1.0, as_json: bool = False, out: IO[str] | Non
     from ..testing import ScriptedModel
     from ..tools import Workspace, default_tools
     from ._demo import DEMO_MODEL, DEMO_PROMPT, demo_answers, make_demo_workspace
+    from ._errors import EXIT_INTERRUPTED
+    from ._interrupt import open_ctrl_c
 
     stream = out if out is not None else sys.stdout
 
@@ -194,7 +201,10 @@ async def run_demo(speed: float = 1.0, as_json: bool = False, out: IO[str] | Non
     with tempfile.TemporaryDirectory(prefix="trio-agent-demo-") as tmp:
         root = Path(tmp)
         make_demo_workspace(root)
-        async with httpx.AsyncClient(transport=model.transport()) as http:
+        async with (
+            httpx.AsyncClient(transport=model.transport()) as http,
+            open_ctrl_c(sys.stderr) as ctrl_c,
+        ):
             session = Session(
                 AnthropicClient(api_key="demo", base_url="http://scripted", http_client=http),
                 instrument(default_tools(Workspace(root)), recorder),
@@ -203,21 +213,23 @@ async def run_demo(speed: float = 1.0, as_json: bool = False, out: IO[str] | Non
                 can_use_tool=PermissionRules(allow=["Read", "Glob", "Grep", "Bash", "Write"]),
             )
             if as_json:
-                async with session.submit(DEMO_PROMPT) as events:
-                    async for event in events:
-                        recorder.feed(event)
-                        stream.write(json.dumps(event_record(event, recorder.now())) + "\n")
+                with ctrl_c.aborts(session.abort):
+                    async with session.submit(DEMO_PROMPT) as events:
+                        async for event in events:
+                            recorder.feed(event)
+                            stream.write(json.dumps(event_record(event, recorder.now())) + "\n")
                 end = recorder.end
                 stream.write(json.dumps({"type": "Timeline", **recorder.summary()}) + "\n")
             else:
-                from rich.console import Console
-
-                console = Console(file=stream, highlight=False)
+                console = console_for(stream)
                 console.print(f"[bold]>[/] {DEMO_PROMPT}", soft_wrap=True)
                 console.print(f"[dim]workspace: {root} (scripted model, real tools)[/]")
-                view = LiveView(recorder, title="scripted model")
-                async with session.submit(DEMO_PROMPT) as events:
-                    await view.run(console, events)
+                with ctrl_c.aborts(session.abort):
+                    async with session.submit(DEMO_PROMPT) as events:
+                        if has_rich():
+                            await LiveView(recorder, title="scripted model").run(console, events)
+                        else:  # a core-only install: the text and tool lines as they come
+                            await _print_plain(events, recorder, stream)
                 end = recorder.end
                 console.print()
                 print_timeline(console, recorder)
@@ -229,4 +241,8 @@ async def run_demo(speed: float = 1.0, as_json: bool = False, out: IO[str] | Non
                     )
                 if end is not None:
                     console.print(f"[bold]turn ended: {end.reason}[/] ({end.turns} model calls)")
+    if ctrl_c.pressed:
+        if ctrl_c.exited:
+            sys.stderr.write("trio-agent: interrupted\n")
+        return EXIT_INTERRUPTED
     return 0 if end is not None and str(end.reason) == "completed" else 1

@@ -3,29 +3,32 @@
 ``trio-agent stream [PROMPT] [--model M] [--max-tokens N] [--json]`` streams one
 answer: text live, then each finished block, TTFT, stop reason and usage. Without
 ``ANTHROPIC_API_KEY`` it runs on an embedded scripted model (and says so on stderr).
-Subcommands are registered in :func:`build_parser`; others (demo, run, replay) add
-theirs there.
+Every subcommand is registered in :func:`build_parser` (the one place). :func:`main`
+runs one and turns whatever ends it into an exit status and one or two lines on
+stderr (:mod:`._errors`): 0 done, 1 failed, 2 usage error, 130 Ctrl+C.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import httpx
 import trio
 
-from .._exceptions import TrioAgentError
+from .._exceptions import APIError
 from .._messages import AssistantMessage, ThinkingBlock, ToolUseBlock, UserMessage
 from .._model import AnthropicClient, StreamEvent, StreamResult
+from ._errors import EXIT_USAGE, RetryReporter, describe_error, prefixed, report_exception
+from ._session_options import DEFAULT_MODEL, positive_int
 
 __all__ = ["build_parser", "main"]
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
 DEMO_PROMPT = "Look around this project and tell me what it does."
 
 
@@ -68,7 +71,7 @@ class _Printer:
             from rich.console import Console
 
             self.console: Any = Console(file=out, highlight=False)
-        except ImportError:  # pragma: no cover - rich is in the cli extra
+        except ImportError:  # a core-only install: plain text
             self.console = None
 
     def line(self, text: str, style: str | None = None) -> None:
@@ -107,14 +110,18 @@ class _Printer:
 
 
 def _json_line(item: Any) -> dict[str, Any]:
+    """One stream item as JSON: ``{"type": <item class>, ...}`` like every --json output."""
     if isinstance(item, StreamEvent):
-        return {"kind": "event", "type": item.type, "data": item.data}
+        return {"type": "StreamEvent", "event": item.data}
     if isinstance(item, AssistantMessage):
-        return {"kind": "block", "block": item.content[0].to_api() if item.content else None}
+        return {
+            "type": "BlockFinished",
+            "block": item.content[0].to_api() if item.content else None,
+        }
     assert isinstance(item, StreamResult)
     stats = item.statistics
     return {
-        "kind": "result",
+        "type": "StreamResult",
         "message": item.message.to_api(),
         "ttft": item.ttft,
         "request_id": item.request_id,
@@ -129,7 +136,7 @@ def _json_line(item: Any) -> dict[str, Any]:
     }
 
 
-async def _stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+async def _stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     http: httpx.AsyncClient | None = None
     if not os.environ.get("ANTHROPIC_API_KEY"):
         err.write("trio-agent: no ANTHROPIC_API_KEY set: using the embedded scripted model\n")
@@ -138,83 +145,131 @@ async def _stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     else:
         client = AnthropicClient()
     printer = _Printer(out)
-    try:
-        async with client.stream(
-            model=args.model,
-            max_tokens=args.max_tokens,
-            messages=[UserMessage(args.prompt)],
-        ) as items:
-            async for item in items:
-                if args.json:
-                    out.write(json.dumps(_json_line(item), ensure_ascii=False) + "\n")
-                    out.flush()
-                else:
-                    printer.item(item)
-    finally:
-        if http is not None:
-            with trio.move_on_after(5, shield=True):
-                await http.aclose()
+    failure: APIError | None = None
+    with RetryReporter(err) as retries:
+        try:
+            async with client.stream(
+                model=args.model,
+                max_tokens=args.max_tokens,
+                messages=[UserMessage(args.prompt)],
+            ) as items:
+                async for item in items:
+                    if args.json:
+                        out.write(json.dumps(_json_line(item), ensure_ascii=False) + "\n")
+                        out.flush()
+                    else:
+                        printer.item(item)
+        except* APIError as group:
+            failure = cast(APIError, group.exceptions[0])
+        finally:
+            if http is not None:
+                with trio.move_on_after(5, shield=True):
+                    await http.aclose()
+    if failure is not None:
+        where = client.base_url
+        err.write(prefixed(describe_error(failure, base_url=where, attempts=retries.attempts)))
+        return 1
+    return 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value}")
-    return value
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless it says it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" not in text
+            and default not in (None, False, argparse.SUPPRESS)
+            and action.option_strings
+        ):
+            text += " (default: %(default)s)"
+        return text
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> Any:  # a one-line error, exit status 2
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("trio-agent")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree
+        from .. import __version__
+
+        return __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``trio-agent`` parser; each subcommand sets ``handler(args, out, err)``."""
-    parser = _Parser(prog="trio-agent", description="Run LLM tool calls while the answer streams.")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    stream = commands.add_parser("stream", help="stream one model answer to the terminal")
-    stream.add_argument("prompt", nargs="?", default=DEMO_PROMPT, help="the user prompt")
-    stream.add_argument("--model", default=DEFAULT_MODEL, help=f"model (default {DEFAULT_MODEL})")
-    stream.add_argument("--max-tokens", type=_positive_int, default=1024, help="default 1024")
-    stream.add_argument("--json", action="store_true", help="one JSON event per line")
-    stream.set_defaults(handler=_stream)
-    from ._agent import add_agent_commands
+    """The ``trio-agent`` parser: every subcommand is registered here.
 
-    add_agent_commands(commands)
+    A subcommand sets ``func`` (``(args) -> exit status``, running its own
+    ``trio.run``) or ``handler`` (``async (args, out, err)``, run by :func:`main`).
+    """
+    parser = _Parser(
+        prog="trio-agent",
+        description="Run an LLM agent's tool calls while the model's answer is still "
+        "streaming. Start with `trio-agent demo` (no API key needed).",
+        epilog="`trio-agent COMMAND --help` tells more about each command.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", title="commands", parser_class=_Parser
+    )
+    from ._agent import add_agent_commands
+    from ._chat import add_chat_command
+
+    add_agent_commands(commands)  # demo, run, replay
+    add_chat_command(commands)
     from ._worker import add_worker_commands
 
-    add_worker_commands(commands)
+    add_worker_commands(commands)  # worker, submit
+    stream = commands.add_parser(
+        "stream",
+        help="stream one model answer, raw: text, blocks, TTFT, usage",
+        description="Stream one answer of the Messages API without tools. Without "
+        "ANTHROPIC_API_KEY it runs on an embedded scripted model.",
+    )
+    stream.add_argument("prompt", nargs="?", default=DEMO_PROMPT, help="the user prompt")
+    stream.add_argument("--model", default=DEFAULT_MODEL, help="the model")
+    stream.add_argument(
+        "--max-tokens", type=positive_int, default=1024, help="output tokens at most"
+    )
+    stream.add_argument(
+        "--json", action="store_true", help="print one JSON event per line (each has a 'type')"
+    )
+    stream.set_defaults(handler=_stream)
     return parser
 
 
 def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status (see the module docstring)."""
     stdout: TextIO = out if out is not None else sys.stdout
     stderr: TextIO = err if err is not None else sys.stderr
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    if getattr(args, "func", None) is not None:  # demo, run, replay: (args) -> exit status
-        return int(args.func(args))
-    handler: Callable[[argparse.Namespace, TextIO, TextIO], Any] = args.handler
-    try:
-        trio.run(handler, args, stdout, stderr)
-    except TrioAgentError as exc:
-        stderr.write(f"trio-agent: {type(exc).__name__}: {exc}\n")
-        return 1
-    except KeyboardInterrupt:
-        stderr.write("trio-agent: interrupted\n")
-        return 130
-    except BrokenPipeError:  # e.g. `trio-agent stream --json | head`
-        return 141
-    return 0
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        if args.command is None:  # bare `trio-agent`: what there is to do
+            parser.print_help(stdout)
+            return 0
+        if getattr(args, "func", None) is not None:  # (args) -> exit status
+            return int(args.func(args))
+        handler: Callable[[argparse.Namespace, TextIO, TextIO], Any] = args.handler
+        return int(trio.run(handler, args, stdout, stderr) or 0)
+    except BaseException as exc:  # Ctrl+C, errors, groups: one or two lines, no traceback
+        if isinstance(exc, SystemExit):
+            raise
+        return report_exception(exc, stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

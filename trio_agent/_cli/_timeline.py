@@ -91,8 +91,15 @@ class TurnRecorder:
     end: TurnEnd | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything: a new turn begins now (``chat`` records turn after turn)."""
         self.origin = self.clock()
-        self.calls.append(ModelCall(1, 0.0))
+        self.text.clear()
+        self.tools.clear()
+        self.calls[:] = [ModelCall(1, 0.0)]
+        self.end = None
 
     def now(self) -> float:
         """Seconds since the turn began."""

@@ -37,17 +37,25 @@ def add_worker_commands(subparsers: Any) -> None:
         default=None,
         help="sqlite:///file (default sqlite:///trio_agent.sqlite) or postgresql://...",
     )
-    worker.add_argument("--concurrency", type=_positive, default=100, help="turns in flight")
     worker.add_argument(
-        "--executor-id", default=None, help="restart with the same id to resume its turns"
+        "--concurrency", type=_positive, default=100, help="turns in flight (default 100)"
+    )
+    worker.add_argument(
+        "--executor-id",
+        default=None,
+        help="restart with the same id to resume its turns (default: a new id)",
     )
     worker.set_defaults(func=_worker_command)
 
     submit = subparsers.add_parser("submit", help="enqueue a durable turn and print its summary")
     submit.add_argument("session", help="the session id")
-    submit.add_argument("prompt")
+    submit.add_argument("prompt", help="what to ask the model")
     submit.add_argument("--agent", required=True, help="the durable.Agent's name")
-    submit.add_argument("--database-url", default=None)
+    submit.add_argument(
+        "--database-url",
+        default=None,
+        help="the worker's database (default sqlite:///trio_agent.sqlite)",
+    )
     submit.add_argument("--no-wait", action="store_true", help="print the turn id and exit")
     submit.set_defaults(func=_submit_command)
 

@@ -1,0 +1,59 @@
+"""Output with or without ``rich`` (the ``cli`` extra).
+
+A core-only install (``pip install trio-agent``) has no ``rich``: the commands
+then print plain text. :func:`console_for` gives a rich ``Console`` when rich is
+installed, else a :class:`PlainConsole` that prints the same strings with their
+style tags (``[bold]...[/]``) removed; :func:`escape` protects text that is not
+markup.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import IO, Any, Final
+
+__all__ = ["CLI_EXTRA", "PlainConsole", "console_for", "escape", "has_rich"]
+
+#: What to install for the rich output.
+CLI_EXTRA: Final = "pip install 'trio-agent[cli]'"
+
+_STYLE_WORDS = "bold|dim|italic|cyan|green|red|yellow|magenta"
+_TAG = re.compile(rf"\[/?(?:(?:{_STYLE_WORDS})\s*)*\]")
+
+
+def has_rich() -> bool:
+    """Whether ``rich`` can be imported."""
+    try:
+        import rich.console  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError:
+        return False
+    return True
+
+
+def escape(text: str) -> str:
+    """*text* safe to embed in markup (a no-op without rich)."""
+    try:
+        from rich.markup import escape as rich_escape
+    except ImportError:
+        return text
+    return rich_escape(text)
+
+
+class PlainConsole:
+    """The part of rich's ``Console`` the commands use, in plain text."""
+
+    def __init__(self, file: IO[str]) -> None:
+        self.file = file
+
+    def print(self, text: object = "", *, style: str | None = None, **_: Any) -> None:
+        self.file.write(_TAG.sub("", str(text)) + "\n")
+        self.file.flush()
+
+
+def console_for(file: IO[str]) -> Any:
+    """A rich ``Console`` on *file*, or a :class:`PlainConsole` without rich."""
+    try:
+        from rich.console import Console
+    except ImportError:
+        return PlainConsole(file)
+    return Console(file=file, highlight=False)
