@@ -309,7 +309,7 @@ def _loopback_rows(config: Any, samples: int) -> list[Series]:
         assert proc.stdout is not None
         port = int(proc.stdout.readline())
         out: list[Series] = []
-        streams = 2 if config.quick else 3
+        streams = 1 if config.quick else 3
         paced_events = len(pipeline_answer(True).events())
         for path, shape in (
             ("one", f"loopback TCP, {paced_events} events paced {_PACE * 1e6:.0f} us apart"),
