@@ -170,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.add_argument("--markdown", metavar="PATH", required=True)
     serve = sub.add_parser("serve", help=argparse.SUPPRESS)
     serve.add_argument("--port", type=int, default=0)
+    pipeline_serve = sub.add_parser("pipeline-serve", help=argparse.SUPPRESS)
+    pipeline_serve.add_argument("--quick", action="store_true")
     child = sub.add_parser("scale-child", help=argparse.SUPPRESS)
     child.add_argument("child_args", nargs=3)
     args = parser.parse_args(argv)
@@ -177,6 +179,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._scale import child_main
 
         return child_main(args.child_args)
+    if args.command == "pipeline-serve":
+        from ._pipeline import serve_pipeline
+
+        serve_pipeline(args.quick)
+        return 0
     if args.command == "list":
         for bench in _registry():
             print(f"{bench.name:24} {bench.description}")

@@ -144,7 +144,7 @@ def _needs(
 
 
 def _late() -> list[Benchmark]:
-    from . import _micro2, _scale
+    from . import _micro2, _pipeline, _scale
 
     return [
         Benchmark(
@@ -155,7 +155,7 @@ def _late() -> list[Benchmark]:
         Benchmark(
             "pipeline",
             "client (SSE+accumulate+channel) vs bare httpx-sse + json.loads",
-            _needs("AnthropicClient", _micro2.bench_pipeline, "pipeline"),
+            _needs("AnthropicClient", _pipeline.bench_pipeline, "pipeline"),
         ),
         Benchmark(
             "cancellation",

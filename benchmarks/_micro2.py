@@ -1,9 +1,8 @@
-"""Micro-benchmarks of the executor and the client: dispatch, pipeline, cancellation,
-progress latency. Each runs against bare Trio / bare httpx-sse on the same input."""
+"""Micro-benchmarks of the executor: dispatch, cancellation, progress latency
+(the client's pipeline is in ``_pipeline``). Each runs against bare Trio / bare httpx-sse on the same input."""
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Mapping
@@ -93,106 +92,6 @@ def bench_dispatch(config: Any) -> list[Series]:
         ours10.samples.append(trio.run(_executor_dispatch, n, 10) / n * 1e6)
         bare.samples.append(trio.run(_bare_dispatch, n) / n * 1e6)
     return [ours, ours10, bare]
-
-
-# --- stream pipeline ----------------------------------------------------------------
-
-
-def _pipeline_answer(quick: bool) -> Any:
-    from trio_agent import TextBlock, ToolUseBlock
-    from trio_agent.testing import Faults, ScriptedAnswer, Timing
-
-    text = "The quick brown fox jumps. " * (400 if quick else 2_000)
-    blocks = [TextBlock(text), ToolUseBlock("toolu_1", "Write", {"content": "x" * 20_000})]
-    return ScriptedAnswer(
-        blocks=blocks,
-        timing=Timing(text_chunk_size=4, json_chunk_size=16),
-        faults=Faults(chunk_size=65_536),
-    )
-
-
-def _prerendered(answer: Any) -> Any:
-    """An in-process transport serving the answer's SSE bytes, rendered once up front
-    (in 64 KiB chunks), so that only the client side is timed."""
-    import httpx
-
-    from trio_agent.testing import render_sse
-
-    data = render_sse(answer)
-    chunks = [data[i : i + 65_536] for i in range(0, len(data), 65_536)]
-
-    class Body(httpx.AsyncByteStream):
-        async def __aiter__(self) -> Any:
-            for chunk in chunks:
-                yield chunk
-
-    async def handler(request: httpx.Request) -> httpx.Response:
-        await request.aread()
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Body())
-
-    return httpx.MockTransport(handler)
-
-
-async def _pipeline_ours(answer: Any, runs: int) -> list[float]:
-    import httpx
-
-    from trio_agent import AnthropicClient, StreamResult
-
-    out = []
-    transport = _prerendered(answer)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
-        client = AnthropicClient(api_key="bench", base_url="http://test", http_client=http)
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            result = None
-            async with client.stream(
-                model="m", messages=[{"role": "user", "content": "go"}], max_tokens=1024
-            ) as items:
-                async for item in items:
-                    if isinstance(item, StreamResult):
-                        result = item
-            out.append(time.perf_counter() - t0)
-            assert result is not None
-            assert len(result.message.content) == 2
-    return out
-
-
-async def _pipeline_bare(answer: Any, runs: int) -> list[float]:
-    import httpx
-    from httpx_sse import aconnect_sse
-
-    out = []
-    transport = _prerendered(answer)
-    body = {
-        "model": "m",
-        "messages": [{"role": "user", "content": "go"}],
-        "max_tokens": 1024,
-        "stream": True,
-    }
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            events = 0
-            async with aconnect_sse(http, "POST", "/v1/messages", json=body) as source:
-                async for sse in source.aiter_sse():
-                    json.loads(sse.data)
-                    events += 1
-            out.append(time.perf_counter() - t0)
-            assert events > 100
-    return out
-
-
-def bench_pipeline(config: Any) -> list[Series]:
-    answer = _pipeline_answer(config.quick)
-    runs = max(config.repeat, 3)
-    name = "pipeline"
-    deltas = sum(1 for e in answer.events() if e["type"] == "content_block_delta")
-    metric = f"ms per stream ({deltas} deltas)"
-    ours = Series(name, "trio_agent client (SSE + accumulate + channel)", metric, "ms")
-    bare = Series(name, "bare httpx-sse + json.loads", metric, "ms", subject=ours.contestant)
-    ours.samples = [t * 1e3 for t in trio.run(_pipeline_ours, answer, runs)]
-    bare.samples = [t * 1e3 for t in trio.run(_pipeline_bare, answer, runs)]
-    return [ours, bare]
 
 
 # --- cancellation latency ---------------------------------------------------------------

@@ -11,19 +11,19 @@ Example::
             elif isinstance(item, trio_agent.StreamResult):
                 print(item.message.stop_reason, item.ttft)
 
-The stream runs in a ``@trio.as_safe_channel``: the response is read, and always
-closed, inside the task that opened it. That task hands over the items of each network
-read as one batch, which the consumer's channel gives out one at a time (one task
-switch per read, not two per event). Items before the first content event are held back,
-so a retry (an HTTP error, an in-stream ``overloaded_error``...) is invisible to the
-consumer; once content was handed out, errors are raised, never retried.
+The stream is read in the task that receives from it: ``receive()`` hands out the items
+of the last network read one at a time and, when none is left, reads the next chunk
+itself, so a token costs its read and nothing more (no task hop, no channel). The
+response is always closed when the ``async with`` block is left. Items before the first
+content event are held back, so a retry (an HTTP error, an in-stream
+``overloaded_error``...) is invisible to the consumer; once content was handed out,
+errors are raised, never retried.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, final
@@ -47,7 +47,7 @@ from ._accumulate import MessageAccumulator, StreamLimits
 from ._errors_http import RETRYABLE_ERROR_TYPES, error_from_response
 from ._retry import RetryPolicy
 from ._sse import ResponseReader, SSEParser
-from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics, one_by_one
+from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics
 from ._watchdog import StallMeter
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicClient"]
@@ -209,59 +209,146 @@ class AnthropicClient:
             tools=tools,
             **params,
         )
-        return one_by_one(self._batches(body))
+        return _open_stream(self, self._headers(), body, self._http_client)
 
-    @trio.as_safe_channel
-    async def _batches(self, body: dict[str, Any]) -> AsyncGenerator[list[StreamItem], None]:
-        """The items of a stream, a list per network read (the reading task hands them
-        over in one go, instead of switching tasks for every event)."""
-        async with contextlib.AsyncExitStack() as stack:
-            http = self._http_client
-            if http is None:
-                http = await stack.enter_async_context(
-                    httpx.AsyncClient(
-                        timeout=httpx.Timeout(None, connect=self.connect_timeout),
-                    )
+
+@contextlib.asynccontextmanager
+async def _open_stream(
+    client: AnthropicClient,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    http: httpx.AsyncClient | None,
+) -> AsyncGenerator[trio.abc.ReceiveChannel[StreamItem], None]:
+    """The stream's channel; leaving the block closes whatever response is open."""
+    async with contextlib.AsyncExitStack() as stack:
+        if http is None:
+            http = await stack.enter_async_context(
+                httpx.AsyncClient(timeout=httpx.Timeout(None, connect=client.connect_timeout))
+            )
+        items = _ItemStream(client, headers, http, body)
+        stack.push_async_callback(items.aclose)
+        yield items
+
+
+@final
+class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
+    """The items of one stream, read in the task that asks for them.
+
+    ``receive()`` hands out the items of the last network read one at a time; when
+    none is left, it reads in the caller's task (no task switch beyond the read's own)
+    until some item can be handed out: those of one chunk. The idle watchdog is a
+    cancel scope around that read only, so the consumer's own time never counts, and
+    no scope outlives a call. Retries (before any content was handed out) happen inside
+    ``receive()`` too, invisibly. A ``receive()`` cancelled in the middle of a read
+    ends the stream: the next one raises :class:`StreamTruncatedError`.
+    """
+
+    def __init__(
+        self,
+        client: AnthropicClient,
+        headers: dict[str, str],
+        http: httpx.AsyncClient,
+        body: dict[str, Any],
+    ) -> None:
+        self._client = client
+        self._headers = headers
+        self._http = http
+        self._body = body
+        self._started = trio.current_time()
+        self._retries = 0
+        self._attempt: _Attempt | None = None
+        self._attempt_stack: contextlib.AsyncExitStack | None = None
+        self._items: list[StreamItem] = []
+        self._next = 0
+        #: The result was handed out, or an error raised: nothing more to read.
+        self._finished = False
+        self._interrupted = False
+        self._closed = False
+        self._busy = False
+
+    async def receive(self) -> StreamItem:
+        items, index = self._items, self._next
+        if index < len(items):
+            await trio.lowlevel.checkpoint_if_cancelled()
+            self._next = index + 1
+            return items[index]
+        if self._closed:
+            raise trio.ClosedResourceError("the stream's channel is closed")
+        if self._busy:
+            raise trio.BusyResourceError("another task is already receiving from this stream")
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._interrupted:
+            raise StreamTruncatedError("a cancelled receive() interrupted the stream mid-read")
+        if self._finished:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            raise trio.EndOfChannel
+        self._busy = True
+        try:
+            items = await self._read_items()
+        finally:
+            self._busy = False
+        self._items, self._next = items, 1
+        return items[0]
+
+    async def _read_items(self) -> list[StreamItem]:
+        """The items of the next chunk (never []), retrying before any content."""
+        client = self._client
+        while True:
+            attempt = self._attempt
+            try:
+                if attempt is None:
+                    attempt = _Attempt(client, self._headers, self._http, self._body, self._started)
+                    self._attempt = attempt
+                    self._attempt_stack = contextlib.AsyncExitStack()
+                    await attempt.open(self._attempt_stack)
+                items = await attempt.next_items()
+                if attempt.accumulator.stopped:
+                    self._finished = True
+                    await self._end_attempt()
+                    items.append(attempt.result(self._retries))
+                return items
+            except Exception as exc:
+                await self._end_attempt()
+                if (
+                    attempt is None
+                    or attempt.handed_out
+                    or self._retries >= client.retry.max_retries
+                    or not _retryable(exc, client.retry)
+                ):
+                    self._finished = True
+                    raise
+                headers = exc.headers if isinstance(exc, APIStatusError) else None
+                delay = client.retry.delay(self._retries, headers)
+                self._retries += 1
+                logger.info(
+                    "retry %d/%d in %.3fs after %s: %s",
+                    self._retries,
+                    client.retry.max_retries,
+                    delay,
+                    type(exc).__name__,
+                    exc,
                 )
-            started = trio.current_time()
-            retries = 0
-            while True:
-                attempt = _Attempt(self, self._headers(), http, body, started)
                 try:
-                    async with contextlib.AsyncExitStack() as attempt_stack:
-                        await attempt.open(attempt_stack)
-                        # One idle deadline for all reads, pushed forward at each read
-                        # and lifted while the items are handed over (see _read).
-                        with attempt.idle:
-                            while True:
-                                yield await attempt.next_items()
-                                if attempt.accumulator.stopped:
-                                    break
-                        if attempt.idle.cancelled_caught:
-                            raise StreamIdleTimeoutError(
-                                f"no data for {self.idle_timeout}s (idle_timeout)"
-                            )
-                    yield [attempt.result(retries)]
-                    return
-                except Exception as exc:
-                    if (
-                        attempt.handed_out
-                        or retries >= self.retry.max_retries
-                        or not _retryable(exc, self.retry)
-                    ):
-                        raise
-                    headers = exc.headers if isinstance(exc, APIStatusError) else None
-                    delay = self.retry.delay(retries, headers)
-                    retries += 1
-                    logger.info(
-                        "retry %d/%d in %.3fs after %s: %s",
-                        retries,
-                        self.retry.max_retries,
-                        delay,
-                        type(exc).__name__,
-                        exc,
-                    )
                     await trio.sleep(delay)
+                except BaseException:
+                    self._interrupted = True
+                    raise
+            except BaseException:
+                self._interrupted = True
+                await self._end_attempt()
+                raise
+
+    async def _end_attempt(self) -> None:
+        """Close the current attempt's response (shielded, bounded), if any."""
+        stack, self._attempt_stack, self._attempt = self._attempt_stack, None, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._items, self._next = [], 0
+        await self._end_attempt()
+        await trio.lowlevel.checkpoint()
 
 
 class _Attempt:
@@ -289,8 +376,8 @@ class _Attempt:
         self.reader: ResponseReader | None = None
         self.parser = SSEParser(client.limits.max_event_bytes)
         self.eof = False
-        #: The idle watchdog of the body's reads (see :meth:`_read`).
-        self.idle = trio.CancelScope()
+        #: Whether httpcore's read timeout bounds the reads (see :meth:`next_items`).
+        self.watched = False
         #: An error met after some items of the same read, raised at the next call.
         self.failure: Exception | None = None
 
@@ -308,6 +395,11 @@ class _Attempt:
                         f"{client.base_url}/v1/messages",
                         json=self.body,
                         headers=headers,
+                        # httpcore bounds each network read by this (a cancel scope
+                        # it opens per read anyway): the idle watchdog at no extra cost.
+                        timeout=httpx.Timeout(
+                            None, **(self.http.timeout.as_dict() | {"read": client.idle_timeout})
+                        ),
                     )
                 )
             except httpx.TimeoutException as exc:
@@ -317,6 +409,9 @@ class _Attempt:
         if source is None:
             raise APITimeoutError(f"no response within idle_timeout={client.idle_timeout}s")
         response = source.response
+        # A response read from a network stream (httpcore) has the read timeout above;
+        # any other transport gets the client's own cancel scope around its reads.
+        self.watched = response.extensions.get("network_stream") is not None
         self.reader = ResponseReader(response)
         stack.push_async_callback(_close, self.reader)
         self.request_id = response.headers.get("request-id")
@@ -351,51 +446,64 @@ class _Attempt:
         return b"".join(parts)[:limit]
 
     async def _read(self) -> list[str]:
-        """The data of the events completed by the next chunk of the body (maybe none).
-
-        Runs inside ``self.idle``: its deadline is ``idle_timeout`` ahead during the
-        read, and lifted after it, so time spent by the consumer never counts.
-        """
+        """The data of the events completed by the next chunk of the body (maybe none)."""
         assert self.reader is not None
-        idle = self.idle
-        idle.deadline = trio.current_time() + self.client.idle_timeout
         try:
             chunk = await self.reader.read()
+        except httpx.ReadTimeout as exc:
+            raise StreamIdleTimeoutError(
+                f"no data for {self.client.idle_timeout}s (idle_timeout)"
+            ) from exc
         except httpx.TransportError as exc:
             raise StreamTruncatedError(
                 f"the connection broke mid-stream ({type(exc).__name__})"
             ) from exc
-        finally:
-            idle.deadline = math.inf
         if chunk is None:
             self.eof = True
             return self.parser.flush()
         return self.parser.feed(chunk)
 
     async def next_items(self) -> list[StreamItem]:
-        """Read until some items may be handed out: those of one chunk; never []."""
+        """Read until some items may be handed out: those of one chunk; never [].
+
+        Each read is bounded by ``idle_timeout``: by httpcore's read timeout when the
+        response comes from a network stream, else by a cancel scope whose deadline is
+        set once per read, and which is gone once this returns (so the consumer's own
+        time never counts).
+        """
         if self.failure is not None:
             failure, self.failure = self.failure, None
             raise failure
-        acc = self.accumulator
-        while True:
-            if self.eof:
-                if acc.statistics().events == 0:
-                    raise StreamTruncatedError("the stream ended without any event")
-                raise StreamTruncatedError("the stream ended before message_stop")
-            events = await self._read()
-            if not events:
-                continue
-            items: list[StreamItem] = []
-            try:
-                self._decode(events, items)
-            except Exception as exc:
-                if not items:
-                    raise
-                # Hand out what came before the error first, as if read separately.
-                self.failure = exc
-            if items:
-                return items
+        if self.watched:
+            while True:
+                if (items := await self._next_chunk_items()) is not None:
+                    return items
+        idle_timeout = self.client.idle_timeout
+        with trio.CancelScope(deadline=trio.current_time() + idle_timeout) as idle:
+            while True:
+                if (items := await self._next_chunk_items()) is not None:
+                    return items
+                idle.deadline = trio.current_time() + idle_timeout
+        raise StreamIdleTimeoutError(f"no data for {idle_timeout}s (idle_timeout)")
+
+    async def _next_chunk_items(self) -> list[StreamItem] | None:
+        """The items of the next chunk, or None if it completed no event."""
+        if self.eof:
+            if self.accumulator.statistics().events == 0:
+                raise StreamTruncatedError("the stream ended without any event")
+            raise StreamTruncatedError("the stream ended before message_stop")
+        events = await self._read()
+        if not events:
+            return None
+        items: list[StreamItem] = []
+        try:
+            self._decode(events, items)
+        except Exception as exc:
+            if not items:
+                raise
+            # Hand out what came before the error first, as if read separately.
+            self.failure = exc
+        return items or None
 
     def _decode(self, events: list[str], items: list[StreamItem]) -> None:
         """Decode and accumulate *events* (one chunk's) into *items*, or hold them back

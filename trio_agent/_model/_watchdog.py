@@ -1,9 +1,9 @@
 """The stall detector: gaps without content events, counted and timed.
 
-The idle watchdog is simpler: the reads of one attempt run inside one cancel scope
-whose deadline is pushed to ``now + idle_timeout`` before each read and lifted after
-it (see ``_Attempt._read`` in ``_client.py``), so no scope is created per read and
-time spent by the consumer never counts.
+The idle watchdog is not here: on a network response it is httpcore's per-read timeout
+(``idle_timeout`` passed as the request's read timeout), otherwise a cancel scope
+around the reads of one ``receive()`` (see ``_Attempt.next_items`` in
+``_anthropic.py``); either way time spent by the consumer never counts.
 """
 
 from __future__ import annotations

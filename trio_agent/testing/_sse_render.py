@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import weakref
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
@@ -272,14 +273,28 @@ def _segments(answer: ScriptedAnswer) -> list[tuple[float, bytes]]:
     return segments
 
 
+#: Plans already rendered, by the identity of their (immutable) answer; an entry goes
+#: when its answer is collected.
+_PLANS: dict[int, tuple[weakref.ref[ScriptedAnswer], StreamPlan]] = {}
+
+
 def plan_stream(answer: ScriptedAnswer) -> StreamPlan:
     """The chunks to send for *answer*, with its timing and faults applied.
+
+    Rendered once per answer (answers are frozen): serving the same answer again costs
+    nothing, so a benchmark of the client does not measure the server's rendering.
 
     Without ``split_at`` / ``chunk_size`` each event is one chunk. With them, the stream
     is cut exactly there (events may share a chunk), and also wherever a delay starts,
     since bytes cannot be sent before they exist.
     """
-    return plan_segments(_segments(answer), answer.faults)
+    key = id(answer)
+    cached = _PLANS.get(key)
+    if cached is not None and cached[0]() is answer:
+        return cached[1]
+    plan = plan_segments(_segments(answer), answer.faults)
+    _PLANS[key] = (weakref.ref(answer, lambda _: _PLANS.pop(key, None)), plan)
+    return plan
 
 
 def plan_segments(segments: list[tuple[float, bytes]], faults: Faults) -> StreamPlan:
