@@ -48,6 +48,7 @@ from ._exceptions import StreamError as StreamError
 from ._exceptions import StreamIdleTimeoutError as StreamIdleTimeoutError
 from ._exceptions import StreamLimitError as StreamLimitError
 from ._exceptions import StreamProtocolError as StreamProtocolError
+from ._exceptions import StreamStalledError as StreamStalledError
 from ._exceptions import StreamTruncatedError as StreamTruncatedError
 from ._exceptions import ToolDefinitionError as ToolDefinitionError
 from ._exceptions import TranscriptError as TranscriptError
@@ -60,6 +61,7 @@ from ._executor import ToolFinished as ToolFinished
 from ._executor import ToolProgress as ToolProgress
 from ._executor import ToolResult as ToolResult
 from ._executor import open_tool_executor as open_tool_executor
+from ._loop import AttemptDiscarded as AttemptDiscarded
 from ._loop import BlockFinished as BlockFinished
 from ._loop import Compacted as Compacted
 from ._loop import Compactor as Compactor
@@ -67,6 +69,7 @@ from ._loop import ModelFallback as ModelFallback
 from ._loop import PermissionRuleError as PermissionRuleError
 from ._loop import PermissionRules as PermissionRules
 from ._loop import QueryEvent as QueryEvent
+from ._loop import Stall as Stall
 from ._loop import State as State
 from ._loop import StopHook as StopHook
 from ._loop import StopHookResult as StopHookResult
@@ -96,6 +99,8 @@ from ._model import AccumulatorStatistics as AccumulatorStatistics
 from ._model import AnthropicClient as AnthropicClient
 from ._model import MessageAccumulator as MessageAccumulator
 from ._model import ModelClient as ModelClient
+from ._model import RecoverableModelClient as RecoverableModelClient
+from ._model import RetryObserver as RetryObserver
 from ._model import RetryPolicy as RetryPolicy
 from ._model import StreamEvent as StreamEvent
 from ._model import StreamItem as StreamItem
@@ -129,6 +134,7 @@ __all__ = [
     "Allow",
     "AnthropicClient",
     "AssistantMessage",
+    "AttemptDiscarded",
     "AuthenticationError",
     "BlockFinished",
     "CanUseTool",
@@ -155,12 +161,15 @@ __all__ = [
     "PromptTooLongError",
     "QueryEvent",
     "RateLimitError",
+    "RecoverableModelClient",
     "RedactedThinkingBlock",
     "Reject",
     "RequestTooLargeError",
+    "RetryObserver",
     "RetryPolicy",
     "ServerToolUseBlock",
     "Session",
+    "Stall",
     "State",
     "StopHook",
     "StopHookResult",
@@ -172,6 +181,7 @@ __all__ = [
     "StreamLimits",
     "StreamProtocolError",
     "StreamResult",
+    "StreamStalledError",
     "StreamStatistics",
     "StreamTruncatedError",
     "TextBlock",

@@ -7,6 +7,7 @@ The tree::
     │   ├── StreamProtocolError      an event broke the Messages API protocol
     │   ├── StreamTruncatedError     the stream ended before ``message_stop``
     │   ├── StreamIdleTimeoutError   no bytes at all for longer than the idle timeout
+    │   ├── StreamStalledError       too many stalls (the loop's ``max_stalls``)
     │   └── StreamLimitError         an event, a tool input or the block count is too big
     ├── APIError                     the API (or the network on the way) failed
     │   ├── APIConnectionError       no response: connection refused, reset, ...
@@ -51,6 +52,7 @@ __all__ = [
     "StreamError",
     "StreamIdleTimeoutError",
     "StreamLimitError",
+    "StreamStalledError",
     "StreamProtocolError",
     "StreamTruncatedError",
     "ToolDefinitionError",
@@ -105,6 +107,10 @@ class StreamTruncatedError(StreamError):
 
 class StreamIdleTimeoutError(StreamError):
     """No byte arrived (pings included) for longer than the idle timeout."""
+
+
+class StreamStalledError(StreamError):
+    """The stream stalled (no content event for too long) more often than allowed."""
 
 
 class StreamLimitError(StreamError):

@@ -34,6 +34,7 @@ from httpx_sse import EventSource, aconnect_sse
 
 from .._exceptions import (
     APIConnectionError,
+    APIError,
     APIStatusError,
     APITimeoutError,
     StreamIdleTimeoutError,
@@ -45,6 +46,7 @@ from .._messages import AssistantMessage, UserMessage
 from .._tools import Tool
 from ._accumulate import MessageAccumulator, StreamLimits
 from ._errors_http import RETRYABLE_ERROR_TYPES, error_from_response
+from ._protocol import RetryObserver
 from ._retry import RetryPolicy
 from ._sse import ResponseReader, SSEParser
 from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics, one_by_one
@@ -60,6 +62,8 @@ ANTHROPIC_VERSION = "2023-06-01"
 _MAX_ERROR_BODY = 1024 * 1024
 #: How long closing a response may take when the stream was cancelled.
 _CLOSE_TIMEOUT = 5.0
+#: How long one non-streaming request (:meth:`AnthropicClient.create`) may take.
+_CREATE_TIMEOUT = 600.0
 _CONTENT_EVENTS = frozenset({"content_block_start", "content_block_delta", "content_block_stop"})
 
 
@@ -80,7 +84,9 @@ def _tool_param(tool: Any) -> dict[str, Any]:
 
 
 def _retryable(exc: Exception, policy: RetryPolicy) -> bool:
-    if isinstance(exc, (APIConnectionError, StreamIdleTimeoutError)):
+    # A read error or a body cut before any content (StreamTruncatedError) is as
+    # harmless to retry as a connection error before the headers.
+    if isinstance(exc, (APIConnectionError, StreamIdleTimeoutError, StreamTruncatedError)):
         return True
     if isinstance(exc, APIStatusError):
         if exc.status_code is None:  # an in-stream error event
@@ -184,6 +190,7 @@ class AnthropicClient:
         max_tokens: int,
         system: str | Sequence[Mapping[str, Any]] | None = None,
         tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        on_retry: RetryObserver | None = None,
         **params: Any,
     ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]:
         """Stream one answer: ``async with client.stream(...) as items:``.
@@ -191,6 +198,9 @@ class AnthropicClient:
         Yields every :class:`StreamEvent` as it arrives; at each ``content_block_stop``
         an :class:`AssistantMessage` holding just the finished block; and last a
         :class:`StreamResult` with the whole message, TTFT and statistics.
+
+        *on_retry* is called with the error before each retry; when it returns
+        False the error is raised instead.
 
         Raises:
             APIStatusError: an HTTP error or in-stream ``error`` event (typed by status
@@ -209,10 +219,107 @@ class AnthropicClient:
             tools=tools,
             **params,
         )
-        return one_by_one(self._batches(body))
+        return one_by_one(self._batches(body, on_retry))
+
+    async def create(
+        self,
+        *,
+        model: str,
+        messages: Sequence[UserMessage | AssistantMessage | Mapping[str, Any]],
+        max_tokens: int,
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        on_retry: RetryObserver | None = None,
+        **params: Any,
+    ) -> StreamResult:
+        """One non-streaming request (``stream: false``): the whole answer at once.
+
+        The loop's last resort after streamed attempts failed mid-stream (as Claude
+        Code's non-streaming fallback). Retried like :meth:`stream`; the result has
+        no TTFT and only the ``retries`` statistic.
+
+        Raises:
+            APIStatusError: an HTTP error, after the retries the policy allows.
+            APIConnectionError: no response, after the retries.
+            APITimeoutError: no answer within 600 s.
+            StreamProtocolError: the body is not a Messages API message.
+        """
+        body = self.build_request_body(
+            model=model,
+            messages=messages,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            **params,
+        )
+        body["stream"] = False
+        async with contextlib.AsyncExitStack() as stack:
+            http = self._http_client
+            if http is None:
+                http = await stack.enter_async_context(
+                    httpx.AsyncClient(timeout=httpx.Timeout(None, connect=self.connect_timeout))
+                )
+            retries = 0
+            while True:
+                try:
+                    return await self._create_once(http, body, retries)
+                except APIError as exc:
+                    if (
+                        retries >= self.retry.max_retries
+                        or not _retryable(exc, self.retry)
+                        or (on_retry is not None and not on_retry(exc))
+                    ):
+                        raise
+                    headers = exc.headers if isinstance(exc, APIStatusError) else None
+                    delay = self.retry.delay(retries, headers)
+                    retries += 1
+                    logger.info("non-streaming retry %d in %.3fs after %r", retries, delay, exc)
+                    await trio.sleep(delay)
+
+    async def _create_once(
+        self, http: httpx.AsyncClient, body: dict[str, Any], retries: int
+    ) -> StreamResult:
+        response: httpx.Response | None = None
+        with trio.move_on_after(_CREATE_TIMEOUT):
+            try:
+                response = await http.post(
+                    f"{self.base_url}/v1/messages", json=body, headers=self._headers()
+                )
+            except httpx.TimeoutException as exc:
+                raise APITimeoutError(f"request timed out: {type(exc).__name__}") from exc
+            except httpx.TransportError as exc:
+                raise APIConnectionError(f"connection failed: {type(exc).__name__}: {exc}") from exc
+        if response is None:
+            raise APITimeoutError(f"no answer within {_CREATE_TIMEOUT}s")
+        request_id = response.headers.get("request-id")
+        if not response.is_success:
+            raise error_from_response(
+                response.status_code,
+                response.content[:_MAX_ERROR_BODY],
+                headers=dict(response.headers),
+                request_id=request_id,
+            )
+        try:
+            data = response.json()
+            if not isinstance(data, dict) or data.get("type") != "message":
+                raise ValueError("not a message object")
+            message = AssistantMessage.from_api(data)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise StreamProtocolError(
+                f"the non-streaming answer is not a message: {excerpt(response.content)}"
+                + (f" (request id {request_id})" if request_id else "")
+            ) from exc
+        return StreamResult(
+            message=message,
+            ttft=None,
+            statistics=StreamStatistics(retries=retries),
+            request_id=request_id,
+        )
 
     @trio.as_safe_channel
-    async def _batches(self, body: dict[str, Any]) -> AsyncGenerator[list[StreamItem], None]:
+    async def _batches(
+        self, body: dict[str, Any], on_retry: RetryObserver | None = None
+    ) -> AsyncGenerator[list[StreamItem], None]:
         """The items of a stream, a list per network read (the reading task hands them
         over in one go, instead of switching tasks for every event)."""
         async with contextlib.AsyncExitStack() as stack:
@@ -248,6 +355,7 @@ class AnthropicClient:
                         attempt.handed_out
                         or retries >= self.retry.max_retries
                         or not _retryable(exc, self.retry)
+                        or (on_retry is not None and not on_retry(exc))
                     ):
                         raise
                     headers = exc.headers if isinstance(exc, APIStatusError) else None
