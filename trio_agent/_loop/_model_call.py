@@ -216,8 +216,7 @@ class ModelCaller:
                 attempt.overloaded_streak(state.consecutive_overloaded)
                 >= rec.MAX_CONSECUTIVE_OVERLOADED
             ):
-                attempt.overloaded_retried -= 1  # counted as the call's own error
-                attempt.vetoed = exc
+                attempt.vetoed = exc  # counted already: raised, not retried
                 return False
             return True
 
