@@ -34,6 +34,7 @@ from ._exceptions import APIError as APIError
 from ._exceptions import APIStatusError as APIStatusError
 from ._exceptions import APITimeoutError as APITimeoutError
 from ._exceptions import AuthenticationError as AuthenticationError
+from ._exceptions import CompactionError as CompactionError
 from ._exceptions import ConflictError as ConflictError
 from ._exceptions import ExecutorClosedError as ExecutorClosedError
 from ._exceptions import InternalServerError as InternalServerError
@@ -81,6 +82,7 @@ from ._loop import TurnControl as TurnControl
 from ._loop import TurnEnd as TurnEnd
 from ._loop import TurnEndReason as TurnEndReason
 from ._loop import query as query
+from ._loop import summarizing_compactor as summarizing_compactor
 from ._messages import AssistantMessage as AssistantMessage
 from ._messages import ContentBlock as ContentBlock
 from ._messages import Message as Message
@@ -139,6 +141,7 @@ __all__ = [
     "BlockFinished",
     "CanUseTool",
     "Compacted",
+    "CompactionError",
     "Compactor",
     "ConflictError",
     "ContentBlock",
@@ -216,5 +219,6 @@ __all__ = [
     "query",
     "read_transcript",
     "repair_history",
+    "summarizing_compactor",
     "tool",
 ]

@@ -23,6 +23,7 @@ The tree::
     │       ├── RateLimitError       429
     │       ├── InternalServerError  500 and other 5xx
     │       └── OverloadedError      529 ``overloaded_error``
+    ├── CompactionError              the built-in compactor could not compact the history
     ├── ToolDefinitionError          a Tool was declared wrongly (bad schema, name...)
     ├── ExecutorClosedError          add_tool() after finish() or discard()
     ├── WorkspaceError               a path escapes the workspace of a built-in tool
@@ -39,6 +40,7 @@ __all__ = [
     "APIStatusError",
     "APITimeoutError",
     "AuthenticationError",
+    "CompactionError",
     "ConflictError",
     "ExecutorClosedError",
     "InternalServerError",
@@ -197,6 +199,11 @@ class InternalServerError(APIStatusError):
 
 class OverloadedError(APIStatusError):
     """529 or an in-stream ``overloaded_error``; retried by default."""
+
+
+class CompactionError(TrioAgentError):
+    """The history cannot be compacted (nothing before the kept part), or the summary
+    call gave no text."""
 
 
 class ToolDefinitionError(TrioAgentError):

@@ -6,6 +6,7 @@ pure decisions between calls live in :mod:`._recovery` over the frozen
 from outside; :class:`PermissionRules` is a ready-made ``can_use_tool``.
 """
 
+from ._compact import summarizing_compactor as summarizing_compactor
 from ._control import TurnControl as TurnControl
 from ._query import DEFAULT_MAX_STOP_HOOK_BLOCKS as DEFAULT_MAX_STOP_HOOK_BLOCKS
 from ._query import Compactor as Compactor

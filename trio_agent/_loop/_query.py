@@ -42,6 +42,7 @@ Example::
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol, TypeAlias
@@ -64,11 +65,14 @@ from ._state import (
     ModelFallback,
     QueryEvent,
     State,
+    TransitionReason,
     TurnEnd,
     TurnEndReason,
 )
 
 __all__ = ["Compactor", "StopHook", "StopHookResult", "query"]
+
+logger = logging.getLogger("trio_agent.loop")
 
 
 @attrs.frozen
@@ -119,6 +123,8 @@ class _Loop:
     #: The last attempt discarded for a retry since the last successful call: if
     #: the retries fail, its finished blocks are kept, as a cut answer's are.
     discarded: Attempt | None = None
+    auto_compact: float | None = None
+    context_window: int | None = None
 
     # -- the loop -----------------------------------------------------------------
 
@@ -150,6 +156,8 @@ class _Loop:
             if isinstance(outcome, TurnEnd):
                 return outcome
             state = outcome
+            if attempt.result is not None and self._wants_auto_compact(state, attempt):
+                state = await self._auto_compact(state)
             if rec.exceeds_max_turns(state, self.max_turns):
                 return await self._end(
                     state,
@@ -326,19 +334,62 @@ class _Loop:
             return state
         return await self._end(state, TurnEndReason.ABORTED_STREAMING, self._why_aborted())
 
+    def _wants_auto_compact(self, state: State, attempt: Attempt) -> bool:
+        assert attempt.result is not None
+        assert state.transition is not None
+        return (
+            self.compactor is not None
+            and not state.has_attempted_compact
+            and state.paused is None
+            and state.transition.reason
+            in (
+                TransitionReason.NEXT_TURN,
+                TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY,
+                TransitionReason.STOP_HOOK_BLOCKING,
+                TransitionReason.TOKEN_BUDGET_CONTINUATION,
+            )
+            and rec.needs_auto_compact(
+                attempt.result.message.usage,
+                self.auto_compact,
+                rec.model_context_window(state.model, self.context_window),
+            )
+        )
+
+    async def _auto_compact(self, state: State) -> State:
+        """Compact before the next call; a failure is logged and the turn goes on
+        with the history as it is (the reactive compaction remains)."""
+        assert self.compactor is not None
+        scope = trio.CancelScope()
+        messages: tuple[Message, ...] | None = None
+        try:
+            with self.control.cancelling(scope), scope:
+                messages = await self._run_compactor(state)
+        except Exception as exc:
+            logger.warning("auto-compaction failed, going on without it: %r", exc)
+            return state
+        if messages is None:  # aborted: the next iteration ends the turn
+            return state
+        await self.send.send(Compacted(messages))
+        return rec.auto_compacted(state, messages)
+
+    async def _run_compactor(self, state: State) -> tuple[Message, ...]:
+        assert self.compactor is not None
+        messages = tuple(await self.compactor(state.messages))
+        for message in messages:
+            # A user-supplied callable: check what its annotation promises.
+            if not isinstance(message, (AssistantMessage, UserMessage)):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(
+                    "the compactor returned a "
+                    f"{type(message).__name__}, not an AssistantMessage or UserMessage"
+                )
+        return messages
+
     async def _compact(self, state: State, error: PromptTooLongError) -> State | TurnEnd:
         assert self.compactor is not None
         scope = trio.CancelScope()
         with self.control.cancelling(scope), scope:
             try:
-                messages = tuple(await self.compactor(state.messages))
-                for message in messages:
-                    # A user-supplied callable: check what its annotation promises.
-                    if not isinstance(message, (AssistantMessage, UserMessage)):  # pyright: ignore[reportUnnecessaryIsInstance]
-                        raise TypeError(
-                            "the compactor returned a "
-                            f"{type(message).__name__}, not an AssistantMessage or UserMessage"
-                        )
+                messages = await self._run_compactor(state)
             except Exception as exc:
                 # The turn ends with the error that asked for the compaction; the
                 # compactor's own failure is attached as its cause.
@@ -429,6 +480,8 @@ async def query(
     token_budget: int | None = None,
     stall_threshold: float = 30.0,
     max_stalls: int | None = None,
+    auto_compact: float | None = None,
+    context_window: int | None = None,
     **params: Any,
 ) -> AsyncGenerator[trio.MemoryReceiveChannel[QueryEvent]]:
     """Run one user turn: stream the model, run its tools, recover, until it ends.
@@ -481,6 +534,12 @@ async def query(
         stall_threshold: a gap longer than this between content events (pings do
             not count) is a :class:`Stall` event and a log line.
         max_stalls: abort and retry a call after this many stalls (None: never).
+        auto_compact: with a *compactor*, compact before the next call when the
+            last request's input passed this fraction of the context window
+            (transition ``auto_compact``); e.g. ``0.8``. None: only reactively,
+            when the prompt is too long.
+        context_window: the model's context window in tokens (default: 200k for
+            Claude models, else unknown: no auto-compaction).
         **params: more Messages API parameters (``temperature``, ``thinking``...).
 
     Yields:
@@ -508,6 +567,8 @@ async def query(
     ):
         if value is not None and value < low:
             raise ValueError(f"{name} must be at least {low}, not {value}")
+    if auto_compact is not None and not 0 < auto_compact <= 1:
+        raise ValueError(f"auto_compact must be in (0, 1], not {auto_compact}")
     if not stall_threshold > 0:
         raise ValueError(f"stall_threshold must be positive, not {stall_threshold}")
     if max_turns is not None and max_turns < 1:
@@ -544,6 +605,8 @@ async def query(
         retry=retry,
         max_stop_hook_blocks=max_stop_hook_blocks,
         token_budget=token_budget,
+        auto_compact=auto_compact,
+        context_window=context_window,
     )
     state = rec.initial_state(
         messages, model, max_tokens=max_tokens, output_token_cap=output_token_cap, context=context

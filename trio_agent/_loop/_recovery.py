@@ -39,6 +39,7 @@ __all__ = [
     "MODEL_OUTPUT_CAPS",
     "Outcome",
     "after_tools",
+    "auto_compacted",
     "budget_continue",
     "can_fall_back",
     "classify_answer",
@@ -48,7 +49,9 @@ __all__ = [
     "fails_mid_stream",
     "initial_state",
     "merge_paused",
+    "model_context_window",
     "model_output_cap",
+    "needs_auto_compact",
     "on_overloaded",
     "pause",
     "recover",
@@ -177,6 +180,32 @@ def initial_state(
         output_cap=cap,
         context=context,
     )
+
+
+def model_context_window(model: str, override: int | None = None) -> int | None:
+    """The context window of *model* in tokens: *override*, else 200k for Claude
+    models, else None (unknown: no auto-compaction)."""
+    if override is not None:
+        return override
+    return 200_000 if model.startswith("claude-") else None
+
+
+def needs_auto_compact(usage: Usage, fraction: float | None, window: int | None) -> bool:
+    """Whether a request whose answer reported *usage* filled more than *fraction* of
+    the context *window* (its input, cached parts included)."""
+    if fraction is None or window is None:
+        return False
+    used = (
+        usage.input_tokens
+        + (usage.cache_creation_input_tokens or 0)
+        + (usage.cache_read_input_tokens or 0)
+    )
+    return used > fraction * window
+
+
+def auto_compacted(state: State, messages: Sequence[Message]) -> State:
+    """The history was compacted before the next call (the transition says so)."""
+    return _go(state, TransitionReason.AUTO_COMPACT, messages=tuple(messages))
 
 
 def _escalation(state: State) -> int | None:

@@ -93,6 +93,8 @@ class Session:
         token_budget: an output-token budget per submitted prompt (see ``query``).
         output_token_cap: the model's output-token cap (see ``query``).
         max_stalls: abort and retry a model call after this many stalls.
+        auto_compact: with a *compactor*, compact when a request's input passed this
+            fraction of the context window (see ``query``).
     """
 
     client: ModelClient
@@ -112,6 +114,7 @@ class Session:
     token_budget: int | None = attrs.field(default=None, kw_only=True)
     output_token_cap: int | None = attrs.field(default=None, kw_only=True)
     max_stalls: int | None = attrs.field(default=None, kw_only=True)
+    auto_compact: float | None = attrs.field(default=None, kw_only=True)
     _messages: list[Message] = attrs.field(factory=list[Message], kw_only=True, alias="messages")
     _usage: Usage = attrs.field(factory=Usage, init=False)
     _turn_usage: Usage = attrs.field(factory=Usage, init=False)
@@ -283,6 +286,7 @@ class Session:
                 token_budget=self.token_budget,
                 output_token_cap=self.output_token_cap,
                 max_stalls=self.max_stalls,
+                auto_compact=self.auto_compact,
                 **self.params,
             ) as events,
             _observed(events, self._on_event) as observed,
