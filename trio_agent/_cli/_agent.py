@@ -41,6 +41,13 @@ def add_agent_commands(subparsers: Any) -> None:
     demo.add_argument(
         "--speed", type=float, default=1.0, help="stream this many times faster (default 1)"
     )
+    demo.add_argument(
+        "--fault",
+        choices=["reset"],
+        default=None,
+        help="break the first answer's stream (reset: after its first tool call) to show"
+        " the recovery",
+    )
     demo.set_defaults(func=_demo_command)
 
     run = subparsers.add_parser("run", help="run one prompt against the Anthropic API")
@@ -382,4 +389,4 @@ def _demo_command(args: argparse.Namespace) -> int:
         return _error("--speed must be positive")
     from ._live import run_demo
 
-    return trio.run(run_demo, args.speed, args.json)
+    return trio.run(run_demo, args.speed, args.json, None, args.fault)

@@ -166,7 +166,12 @@ def print_timeline(console: Console, recorder: TurnRecorder) -> None:
     )
 
 
-async def run_demo(speed: float = 1.0, as_json: bool = False, out: IO[str] | None = None) -> int:
+async def run_demo(
+    speed: float = 1.0,
+    as_json: bool = False,
+    out: IO[str] | None = None,
+    fault: str | None = None,
+) -> int:
     """``trio-agent demo``: the scripted agent task with the real built-in tools.
 
     Returns:
@@ -190,7 +195,7 @@ async def run_demo(speed: float = 1.0, as_json: bool = False, out: IO[str] | Non
             stream.write(json.dumps(record) + "\n")
 
     recorder = TurnRecorder(trio.current_time, on_tool_start=started)
-    model = ScriptedModel(demo_answers(speed=speed))
+    model = ScriptedModel(demo_answers(speed=speed, fault=fault))
     with tempfile.TemporaryDirectory(prefix="trio-agent-demo-") as tmp:
         root = Path(tmp)
         make_demo_workspace(root)
