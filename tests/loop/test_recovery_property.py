@@ -22,6 +22,7 @@ from trio_agent import (
     ToolContext,
     ToolResult,
     ToolUseBlock,
+    TurnControl,
     TurnEnd,
     UserMessage,
     query,
@@ -100,12 +101,18 @@ def scripts(draw: st.DrawFn) -> list[Any]:
     retries=st.integers(0, 2),
     fallback=st.sampled_from([None, "small"]),
     max_stalls=st.sampled_from([None, 1]),
+    abort_at=st.one_of(st.none(), st.integers(0, 60)),
 )
 def test_any_fault_leaves_a_valid_history_and_every_tool_use_answered(
-    script: list[Any], retries: int, fallback: str | None, max_stalls: int | None
+    script: list[Any],
+    retries: int,
+    fallback: str | None,
+    max_stalls: int | None,
+    abort_at: int | None,
 ) -> None:
     scripted = ScriptedModel(script)
     events: list[Any] = []
+    control = TurnControl()
 
     async def main() -> None:
         async with query(
@@ -117,9 +124,12 @@ def test_any_fault_leaves_a_valid_history_and_every_tool_use_answered(
             fallback_model=fallback,
             max_stalls=max_stalls,
             stall_threshold=30,
+            control=control,
         ) as stream:
             async for event in stream:
                 events.append(event)
+                if len(events) == abort_at:  # an abort anywhere, backoffs included
+                    control.abort()
 
     run_virtual(main)
     end = events[-1]

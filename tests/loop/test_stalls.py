@@ -85,9 +85,19 @@ async def test_max_stalls_aborts_and_retries(autojump_clock: Any) -> None:
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("stall_threshold", 0), ("stall_threshold", -1.0), ("max_stalls", 0)],
+    [
+        ("stall_threshold", 0),
+        ("stall_threshold", -1.0),
+        ("max_stalls", 0),
+        ("output_token_cap", 0),
+        ("token_budget", 0),
+        ("max_stop_hook_blocks", -1),
+        ("auto_compact", 0),
+        ("auto_compact", 1.5),
+        ("max_tokens", 0),
+    ],
 )
-async def test_bad_stall_options_are_refused(option: str, value: float) -> None:
+async def test_bad_options_are_refused(option: str, value: float) -> None:
     scripted = ScriptedModel([])
     with pytest.raises(ValueError, match=option):
         async with query(scripted.client(), [], tools=[], model="m", **{option: value}):

@@ -304,7 +304,7 @@ class AnthropicClient:
             if not isinstance(data, dict) or data.get("type") != "message":
                 raise ValueError("not a message object")
             message = AssistantMessage.from_api(data)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, StreamProtocolError) as exc:
             raise StreamProtocolError(
                 f"the non-streaming answer is not a message: {excerpt(response.content)}"
                 + (f" (request id {request_id})" if request_id else "")
