@@ -26,7 +26,13 @@ from .._messages import (
     Usage,
     UserMessage,
 )
-from .._model import ModelClient, RecoverableModelClient, StreamEvent, StreamResult
+from .._model import (
+    ModelClient,
+    RecoverableModelClient,
+    RetryObserver,
+    StreamEvent,
+    StreamResult,
+)
 from .._permissions import CanUseTool
 from .._tools import Tool
 from . import _recovery as rec
@@ -203,7 +209,7 @@ class ModelCaller:
             raise RuntimeError("the client's stream ended without a StreamResult")
         return attempt
 
-    def _on_retry(self, state: State, attempt: Attempt) -> Any:
+    def _on_retry(self, state: State, attempt: Attempt) -> RetryObserver:
         """The client's retry observer for this call: counts overloaded answers, and
         stops the client's retries when the streak reaches the fallback threshold."""
 
