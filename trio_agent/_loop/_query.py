@@ -22,12 +22,16 @@ disconnect, a truncated stream, an idle timeout), the finished blocks of the cut
 answer are sent as one message (``stop_reason`` None) followed by a result for each
 of its tool uses (tools still queued never start; running ones are cancelled and
 say they may have partly completed). A cut answer's unfinished block is not kept
-(its deltas were sent). The one exception is an attempt the loop *retries*
-(overloaded retry, model fallback): as DESIGN.md and Claude Code do, it is dropped
-whole so the retry answers the same request; its tools that had started are
-listed in :class:`ModelFallback` when the model switches. Either way, every
-tool_use announced by a :class:`BlockFinished` gets exactly one
-:class:`ToolResult` event.
+(its deltas were sent). The exception is an attempt the loop *retries* (a failure
+after content: a reset, a truncation, an idle timeout, a retryable in-stream error,
+too many stalls; an overloaded retry; a model fallback; a ``max_tokens``
+escalation): as DESIGN.md and Claude Code do, it is dropped whole so the retry
+answers the same request, and an :class:`AttemptDiscarded` tombstone (with the
+tools that had started) tells a UI to drop what it showed. The streamed retries
+follow the retry policy's backoff; the last resort is one non-streaming request.
+If every recovery fails, the last discarded attempt's finished blocks are kept as
+a cut answer's are. Either way, every tool_use announced by a
+:class:`BlockFinished` gets exactly one :class:`ToolResult` event.
 
 Example::
 
