@@ -192,6 +192,62 @@ ROWS: list[tuple[str, str, list[str]]] = [
             "tests/model/test_client.py::test_api_key_never_leaks",
         ],
     ),
+    (
+        "R1",
+        "mid-stream failure (reset, truncation, idle, in-stream overloaded/api_error, stalls):"
+        " tombstone, retry with backoff, then one non-streaming request; exact requests",
+        [
+            "tests/loop/test_recovery_midstream.py::test_a_mid_stream_failure_is_discarded_and_retried",
+            "tests/loop/test_recovery_midstream.py::test_after_the_retries_one_non_streaming_request_whose_tools_run_after_it",
+            "tests/loop/test_recovery_midstream.py::test_when_every_recovery_fails_the_turn_ends_with_the_last_error",
+            "tests/loop/test_recovery_midstream.py::test_the_session_keeps_one_assistant_message_per_call",
+            "tests/loop/test_stalls.py::test_max_stalls_aborts_and_retries",
+            "tests/cli/test_cli_recovery.py::test_demo_fault_reset_recovers",
+        ],
+    ),
+    (
+        "R2",
+        "read error / empty or cut body before any content: retried invisibly",
+        [
+            "tests/loop/test_recovery_midstream.py::test_a_body_cut_before_content_is_retried_invisibly",
+            "tests/loop/test_recovery_midstream.py::test_an_empty_body_is_retried_invisibly",
+        ],
+    ),
+    (
+        "R3",
+        "fallback after 3 consecutive overloaded answers counted inside the retry loop"
+        " (3 requests to the primary with any policy); signatures stripped",
+        [
+            "tests/loop/test_fallback_counting.py::test_three_529_from_the_primary_then_the_fallback",
+            "tests/loop/test_fallback_counting.py::test_an_in_stream_overloaded_error_counts_and_is_tombstoned",
+            "tests/loop/test_fallback_counting.py::test_another_error_breaks_the_streak",
+            "tests/loop/test_fallback_counting.py::test_thinking_signatures_are_left_out_for_the_fallback",
+        ],
+    ),
+    (
+        "R4",
+        "max_tokens escalation within the model's cap; context window exceeded continues",
+        [
+            "tests/loop/test_max_tokens_caps.py::test_the_default_escalates_up_to_the_models_cap",
+            "tests/loop/test_max_tokens_caps.py::test_max_tokens_never_passes_the_cap",
+            "tests/loop/test_max_tokens_caps.py::test_context_window_exceeded_continues",
+        ],
+    ),
+    (
+        "R5",
+        "compaction: model summary keeps pairs, reactive and auto; failure keeps the original error",
+        [
+            "tests/loop/test_compaction.py::test_prompt_too_long_is_summarised_by_the_model",
+            "tests/loop/test_compaction.py::test_auto_compact_past_the_threshold",
+            "tests/loop/test_compaction.py::test_a_failing_compactor_surfaces_the_original_error",
+            "tests/loop/test_compaction.py::test_the_split_keeps_every_pair_and_the_alternation",
+        ],
+    ),
+    (
+        "R6",
+        "any fault at any event of any call: valid history, every tool_use answered once",
+        ["tests/loop/test_recovery_property.py"],
+    ),
     ("L", "the leak helper finds each kind of leak", ["tests/testing/test_leaks.py"]),
 ]
 
@@ -226,6 +282,16 @@ class Collector:
             self.outcomes[item.nodeid] = outcome
 
 
+def _kinds() -> str:
+    """What the rows are, counted from ROWS: matrix (digits), security (S), recovery (R)."""
+    matrix = sum(r.isdigit() for r, _, _ in ROWS)
+    security = sum(r.startswith("S") for r, _, _ in ROWS)
+    recovery = sum(r.startswith("R") for r, _, _ in ROWS)
+    return (
+        f"{matrix} matrix rows, {security} security rows, {recovery} recovery rows, the leak helper"
+    )
+
+
 def _base(nodeid: str) -> str:
     return nodeid.split("[", 1)[0]
 
@@ -241,7 +307,9 @@ def main() -> int:
     from trio_agent.testing._history import STATISTICS as HISTORIES
     from trio_agent.testing._leaks import STATISTICS
 
-    planted = sum(n for t, n in collector.leaks.items() if t.startswith("tests/testing/test_leaks.py"))
+    planted = sum(
+        n for t, n in collector.leaks.items() if t.startswith("tests/testing/test_leaks.py")
+    )
     unplanted = STATISTICS.leaks - planted
     lines = [
         "# Reliability and security report",
@@ -278,7 +346,7 @@ def main() -> int:
         "",
         "## Figures",
         "",
-        f"- cases covered: {covered} of {len(ROWS)} (15 matrix rows, 4 security rows, the leak helper)",
+        f"- cases covered: {covered} of {len(ROWS)} ({_kinds()})",
         f"- tests run: {len(collector.outcomes)}; hypothesis examples run: {total_examples}",
         f"- leak checks run: {STATISTICS.checks}; leaks found: {unplanted}"
         f" (plus {planted} planted on purpose by tests/testing/test_leaks.py, and found)",

@@ -34,6 +34,7 @@ from ._exceptions import APIError as APIError
 from ._exceptions import APIStatusError as APIStatusError
 from ._exceptions import APITimeoutError as APITimeoutError
 from ._exceptions import AuthenticationError as AuthenticationError
+from ._exceptions import CompactionError as CompactionError
 from ._exceptions import ConflictError as ConflictError
 from ._exceptions import ExecutorClosedError as ExecutorClosedError
 from ._exceptions import InternalServerError as InternalServerError
@@ -48,6 +49,7 @@ from ._exceptions import StreamError as StreamError
 from ._exceptions import StreamIdleTimeoutError as StreamIdleTimeoutError
 from ._exceptions import StreamLimitError as StreamLimitError
 from ._exceptions import StreamProtocolError as StreamProtocolError
+from ._exceptions import StreamStalledError as StreamStalledError
 from ._exceptions import StreamTruncatedError as StreamTruncatedError
 from ._exceptions import ToolDefinitionError as ToolDefinitionError
 from ._exceptions import TranscriptError as TranscriptError
@@ -60,6 +62,7 @@ from ._executor import ToolFinished as ToolFinished
 from ._executor import ToolProgress as ToolProgress
 from ._executor import ToolResult as ToolResult
 from ._executor import open_tool_executor as open_tool_executor
+from ._loop import AttemptDiscarded as AttemptDiscarded
 from ._loop import BlockFinished as BlockFinished
 from ._loop import Compacted as Compacted
 from ._loop import Compactor as Compactor
@@ -67,6 +70,7 @@ from ._loop import ModelFallback as ModelFallback
 from ._loop import PermissionRuleError as PermissionRuleError
 from ._loop import PermissionRules as PermissionRules
 from ._loop import QueryEvent as QueryEvent
+from ._loop import Stall as Stall
 from ._loop import State as State
 from ._loop import StopHook as StopHook
 from ._loop import StopHookResult as StopHookResult
@@ -78,6 +82,7 @@ from ._loop import TurnControl as TurnControl
 from ._loop import TurnEnd as TurnEnd
 from ._loop import TurnEndReason as TurnEndReason
 from ._loop import query as query
+from ._loop import summarizing_compactor as summarizing_compactor
 from ._messages import AssistantMessage as AssistantMessage
 from ._messages import ContentBlock as ContentBlock
 from ._messages import Message as Message
@@ -97,6 +102,8 @@ from ._model import AnthropicClient as AnthropicClient
 from ._model import MessageAccumulator as MessageAccumulator
 from ._model import ModelClient as ModelClient
 from ._model import OpenAIClient as OpenAIClient
+from ._model import RecoverableModelClient as RecoverableModelClient
+from ._model import RetryObserver as RetryObserver
 from ._model import RetryPolicy as RetryPolicy
 from ._model import StreamEvent as StreamEvent
 from ._model import StreamItem as StreamItem
@@ -132,10 +139,12 @@ __all__ = [
     "Allow",
     "AnthropicClient",
     "AssistantMessage",
+    "AttemptDiscarded",
     "AuthenticationError",
     "BlockFinished",
     "CanUseTool",
     "Compacted",
+    "CompactionError",
     "Compactor",
     "ConflictError",
     "ContentBlock",
@@ -160,13 +169,16 @@ __all__ = [
     "PromptTooLongError",
     "QueryEvent",
     "RateLimitError",
+    "RecoverableModelClient",
     "RedactedThinkingBlock",
     "Reject",
     "RequestTooLargeError",
+    "RetryObserver",
     "RetryPolicy",
     "ServerToolUseBlock",
     "Session",
     "SessionStore",
+    "Stall",
     "State",
     "StopHook",
     "StopHookResult",
@@ -178,6 +190,7 @@ __all__ = [
     "StreamLimits",
     "StreamProtocolError",
     "StreamResult",
+    "StreamStalledError",
     "StreamStatistics",
     "StreamTruncatedError",
     "TextBlock",
@@ -212,5 +225,6 @@ __all__ = [
     "query",
     "read_transcript",
     "repair_history",
+    "summarizing_compactor",
     "tool",
 ]

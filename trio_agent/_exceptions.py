@@ -7,6 +7,7 @@ The tree::
     │   ├── StreamProtocolError      an event broke the Messages API protocol
     │   ├── StreamTruncatedError     the stream ended before ``message_stop``
     │   ├── StreamIdleTimeoutError   no bytes at all for longer than the idle timeout
+    │   ├── StreamStalledError       too many stalls (the loop's ``max_stalls``)
     │   └── StreamLimitError         an event, a tool input or the block count is too big
     ├── APIError                     the API (or the network on the way) failed
     │   ├── APIConnectionError       no response: connection refused, reset, ...
@@ -22,6 +23,7 @@ The tree::
     │       ├── RateLimitError       429
     │       ├── InternalServerError  500 and other 5xx
     │       └── OverloadedError      529 ``overloaded_error``
+    ├── CompactionError              the built-in compactor could not compact the history
     ├── ToolDefinitionError          a Tool was declared wrongly (bad schema, name...)
     ├── ExecutorClosedError          add_tool() after finish() or discard()
     ├── WorkspaceError               a path escapes the workspace of a built-in tool
@@ -38,6 +40,7 @@ __all__ = [
     "APIStatusError",
     "APITimeoutError",
     "AuthenticationError",
+    "CompactionError",
     "ConflictError",
     "ExecutorClosedError",
     "InternalServerError",
@@ -51,6 +54,7 @@ __all__ = [
     "StreamError",
     "StreamIdleTimeoutError",
     "StreamLimitError",
+    "StreamStalledError",
     "StreamProtocolError",
     "StreamTruncatedError",
     "ToolDefinitionError",
@@ -105,6 +109,10 @@ class StreamTruncatedError(StreamError):
 
 class StreamIdleTimeoutError(StreamError):
     """No byte arrived (pings included) for longer than the idle timeout."""
+
+
+class StreamStalledError(StreamError):
+    """The stream stalled (no content event for too long) more often than allowed."""
 
 
 class StreamLimitError(StreamError):
@@ -191,6 +199,11 @@ class InternalServerError(APIStatusError):
 
 class OverloadedError(APIStatusError):
     """529 or an in-stream ``overloaded_error``; retried by default."""
+
+
+class CompactionError(TrioAgentError):
+    """The history cannot be compacted (nothing before the kept part), or the summary
+    call gave no text."""
 
 
 class ToolDefinitionError(TrioAgentError):

@@ -22,6 +22,8 @@ from trio_agent import (
     Allow,
     APIStatusError,
     AssistantMessage,
+    AttemptDiscarded,
+    InternalServerError,
     StreamIdleTimeoutError,
     StreamTruncatedError,
     TextBlock,
@@ -137,8 +139,10 @@ FAILURES = {
 async def test_error_after_a_started_tool_keeps_text_and_pair_in_history(
     autojump_clock: Any, failure: str
 ) -> None:
-    """Nothing lost: the typed error, the text, the started tool's result event, and
-    the finished blocks with a result for each tool use in the history."""
+    """Nothing lost when every recovery fails: the attempt is discarded (a tombstone
+    with the typed error), the last-resort non-streaming request fails too, and
+    the turn ends with the text, the started tool's result event, and the finished
+    blocks with a result for each tool use in the history."""
     blocks = [TextBlock("Working on it."), ToolUseBlock("a1", "Act", {})]
     plain = ScriptedAnswer(blocks=blocks, timing=SLOW)
     make_faults, error_type = FAILURES[failure]
@@ -150,7 +154,11 @@ async def test_error_after_a_started_tool_keeps_text_and_pair_in_history(
     with no_leaks(models=[model], processes=False):
         events, end = await turn(model, [act_tool(log, duration=5000)])
     assert end.reason is TurnEndReason.ERROR
-    assert isinstance(end.error, error_type)
+    (tombstone,) = [e for e in events if isinstance(e, AttemptDiscarded)]
+    assert isinstance(tombstone.error, error_type)
+    assert [b.id for b in tombstone.started_tools] == ["a1"]
+    assert [r.body["stream"] for r in model.requests] == [True, False]
+    assert isinstance(end.error, InternalServerError)  # the script had no answer left
     assert log.started == ["a1"]
     (result,) = [e for e in events if isinstance(e, ToolResult)]
     assert result.tool_use_id == "a1"

@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 from trio_agent import (
     AnthropicClient,
     AssistantMessage,
+    AttemptDiscarded,
     BlockFinished,
     Compacted,
+    InternalServerError,
     Message,
     ModelFallback,
     OverloadedError,
@@ -140,6 +142,8 @@ async def run(
     messages: Sequence[Message] = PROMPT,
     tools: Sequence[Tool] | None = None,
     retries: int = 0,
+    model_name: str = "big",
+    max_tokens: int | None = 8192,
     **kw: Any,
 ) -> Run:
     model = ScriptedModel(answers)
@@ -150,8 +154,8 @@ async def run(
             client_for(model, retries=retries),
             messages,
             tools=make_tools(Log()) if tools is None else tools,
-            model="big",
-            max_tokens=8192,
+            model=model_name,
+            max_tokens=max_tokens,
             **kw,
         ) as stream,
     ):
@@ -265,8 +269,13 @@ async def test_the_input_messages_are_not_mutated(autojump_clock: trio.testing.M
 
 
 async def test_max_tokens_escalates_once(autojump_clock: trio.testing.MockClock) -> None:
-    result = await run([text("cut sho", stop_reason="max_tokens"), text("the whole answer")])
+    result = await run(
+        [text("cut sho", stop_reason="max_tokens"), text("the whole answer")],
+        model_name="claude-sonnet-4-5",
+        max_tokens=None,
+    )
     assert result.transitions() == [TransitionReason.MAX_OUTPUT_TOKENS_ESCALATE]
+    assert result.request(0)["max_tokens"] == 8192
     assert result.of(Transition)[0].max_tokens == 64_000
     assert result.request(1)["max_tokens"] == 64_000
     assert result.request(1)["messages"] == result.request(0)["messages"]
@@ -280,7 +289,7 @@ async def test_max_tokens_recovers_with_continue_messages(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     cut = [text(f"part {i} ", stop_reason="max_tokens") for i in range(3)]
-    result = await run([*cut, text("end")])
+    result = await run([*cut, text("end")], model_name="claude-sonnet-4-5", max_tokens=None)
     assert result.transitions() == [
         TransitionReason.MAX_OUTPUT_TOKENS_ESCALATE,
         TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY,
@@ -301,7 +310,7 @@ async def test_max_tokens_recovers_with_continue_messages(
 
 async def test_max_tokens_exhausted_is_an_error(autojump_clock: trio.testing.MockClock) -> None:
     cut = [text(f"p{i}", stop_reason="max_tokens") for i in range(5)]
-    result = await run(cut)
+    result = await run(cut, model_name="claude-sonnet-4-5", max_tokens=None)
     assert result.transitions() == [
         TransitionReason.MAX_OUTPUT_TOKENS_ESCALATE,
         *[TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY] * 3,
@@ -398,7 +407,9 @@ async def test_a_failing_compactor_ends_the_turn(autojump_clock: trio.testing.Mo
 
     result = await run([TOO_LONG], compactor=compactor)
     assert result.end.reason is TurnEndReason.ERROR
-    assert isinstance(result.end.error, RuntimeError)
+    # the original error, with the compactor's attached
+    assert isinstance(result.end.error, PromptTooLongError)
+    assert isinstance(result.end.error.__cause__, RuntimeError)
 
 
 async def test_a_compactor_returning_garbage_ends_the_turn(
@@ -409,7 +420,8 @@ async def test_a_compactor_returning_garbage_ends_the_turn(
 
     result = await run([TOO_LONG], compactor=compactor)
     assert result.end.reason is TurnEndReason.ERROR
-    assert isinstance(result.end.error, TypeError)
+    assert isinstance(result.end.error, PromptTooLongError)
+    assert isinstance(result.end.error.__cause__, TypeError)
     assert result.end.messages == PROMPT  # the history is not replaced
     assert len(result.model.requests) == 1
 
@@ -486,7 +498,8 @@ async def test_overloaded_mid_stream_drops_the_partial_answer(
 async def test_overloaded_mid_stream_that_ends_the_turn_keeps_the_partial_answer(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """Only a retried attempt is dropped; one whose error ends the turn is kept."""
+    """A retried attempt is dropped (a tombstone); when the last resort fails too, the
+    turn ends with the last error and keeps what the dropped attempt had finished."""
     log = Log()
     broken = ScriptedAnswer(
         blocks=[
@@ -498,9 +511,14 @@ async def test_overloaded_mid_stream_that_ends_the_turn_keeps_the_partial_answer
         faults=Faults(error_event_after=12),
     )
     result = await run([broken], tools=make_tools(log, duration=0.5))
-    assert result.transitions() == []
+    assert result.transitions() == [TransitionReason.NON_STREAMING_FALLBACK]
+    (tombstone,) = result.of(AttemptDiscarded)
+    assert tombstone.model_call == 1
+    assert isinstance(tombstone.error, OverloadedError)
+    assert [b.id for b in tombstone.started_tools] == ["a"]
+    assert [r.body["stream"] for r in result.model.requests] == [True, False]
     assert result.end.reason is TurnEndReason.ERROR
-    assert isinstance(result.end.error, OverloadedError)
+    assert isinstance(result.end.error, InternalServerError)  # the script is exhausted
     assert "b" not in log.starts
     _, kept, answered = result.end.messages
     assert isinstance(kept, AssistantMessage)
@@ -532,7 +550,10 @@ async def test_truncated_stream_is_an_error_that_keeps_what_was_received(
         [reads("a", faults=Faults(truncate=True))], tools=make_tools(log), fallback_model="small"
     )
     assert result.end.reason is TurnEndReason.ERROR
-    assert isinstance(result.end.error, StreamTruncatedError)
+    (tombstone,) = result.of(AttemptDiscarded)
+    assert isinstance(tombstone.error, StreamTruncatedError)
+    assert tombstone.reason is TransitionReason.NON_STREAMING_FALLBACK
+    assert isinstance(result.end.error, InternalServerError)  # the last resort failed too
     assert "a" in log.starts  # it started at its content_block_stop, then was cancelled
     # the finished blocks stay, their tool use answered: a history valid for the API
     prompt, answer, results = result.end.messages
@@ -584,14 +605,16 @@ async def test_pause_turn_cut_by_max_turns_keeps_the_paused_answer(
 async def test_stop_hook_blocks_then_lets_go(autojump_clock: trio.testing.MockClock) -> None:
     calls: list[int] = []
 
-    async def hook(messages: tuple[Message, ...]) -> StopHookResult | None:
+    async def hook(
+        messages: tuple[Message, ...], *, stop_hook_active: bool
+    ) -> StopHookResult | None:
         calls.append(len(messages))
         await trio.sleep(0.5)
         if len(calls) == 1:
             return StopHookResult(block=True, message="Run the tests before stopping.")
         return None
 
-    async def quiet(messages: tuple[Message, ...]) -> StopHookResult:
+    async def quiet(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         return StopHookResult(block=False)
 
     result = await run([text("Done."), text("Tests pass. Done.")], stop_hooks=[hook, quiet])
@@ -606,7 +629,7 @@ async def test_stop_hook_blocks_then_lets_go(autojump_clock: trio.testing.MockCl
 
 
 async def test_a_failing_stop_hook_ends_the_turn(autojump_clock: trio.testing.MockClock) -> None:
-    async def hook(messages: tuple[Message, ...]) -> StopHookResult:
+    async def hook(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         raise ValueError("hook broke")
 
     result = await run([text("Done.")], stop_hooks=[hook])
@@ -618,7 +641,7 @@ async def test_a_failing_stop_hook_ends_the_turn(autojump_clock: trio.testing.Mo
 async def test_a_stop_hook_returning_garbage_ends_the_turn(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    async def hook(messages: tuple[Message, ...]) -> StopHookResult:
+    async def hook(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         return True  # type: ignore[return-value]
 
     result = await run([text("Done.")], stop_hooks=[hook])
@@ -869,7 +892,7 @@ async def test_abort_during_the_compactor(autojump_clock: trio.testing.MockClock
 async def test_abort_during_a_stop_hook(autojump_clock: trio.testing.MockClock) -> None:
     control = TurnControl()
 
-    async def hook(messages: tuple[Message, ...]) -> StopHookResult:
+    async def hook(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         control.abort()
         await trio.sleep(10)
         return StopHookResult(block=True)  # pragma: no cover

@@ -35,6 +35,8 @@ def answer(*blocks: object, stop: str = "end_turn", usage: Usage | None = None) 
 
 
 START = State(messages=[UserMessage("hi")], model="big", max_tokens=8192)
+#: A caller who left max_tokens at its default, with a model whose cap is known.
+DEFAULTED = attrs.evolve(START, default_max_tokens=True, output_cap=64_000)
 
 
 def test_state_is_frozen_and_starts_clean() -> None:
@@ -56,6 +58,10 @@ def test_reasons_are_the_documented_strings() -> None:
         "model_fallback",
         "pause_turn",
         "overloaded_retry",
+        "stream_retry",
+        "non_streaming_fallback",
+        "token_budget_continuation",
+        "auto_compact",
     }
     assert {r.value for r in TurnEndReason} == {
         "completed",
@@ -64,6 +70,7 @@ def test_reasons_are_the_documented_strings() -> None:
         "aborted_tools",
         "permission_rejected",
         "error",
+        "stop_hook_limit",
     }
     assert TurnEndReason.COMPLETED == "completed"
 
@@ -75,11 +82,13 @@ def test_classify() -> None:
     assert classify_answer(START, answer(TextBlock("x"), stop="stop_sequence")) is Outcome.END
     assert classify_answer(START, answer(stop="pause_turn")) is Outcome.PAUSE
     cut = answer(TextBlock("x"), stop="max_tokens")
-    assert classify_answer(START, cut) is Outcome.ESCALATE
-    escalated = escalate(START)
+    # an explicit max_tokens goes straight to the continuation recovery
+    assert classify_answer(START, cut) is Outcome.RECOVER
+    assert classify_answer(DEFAULTED, cut) is Outcome.ESCALATE
+    escalated = escalate(DEFAULTED)
     assert classify_answer(escalated, cut) is Outcome.RECOVER
     # a caller already at 64k never escalates
-    assert classify_answer(attrs.evolve(START, max_tokens=64_000), cut) is Outcome.RECOVER
+    assert classify_answer(attrs.evolve(DEFAULTED, max_tokens=64_000), cut) is Outcome.RECOVER
     state = escalated
     for _ in range(3):
         assert classify_answer(state, cut) is Outcome.RECOVER
@@ -89,7 +98,7 @@ def test_classify() -> None:
 
 def test_escalate_then_recover() -> None:
     cut = answer(TextBlock("part"), stop="max_tokens")
-    state = escalate(START)
+    state = escalate(DEFAULTED)
     assert state.messages == START.messages  # the truncated answer is dropped
     assert state.effective_max_tokens == ESCALATED_MAX_TOKENS
     assert state.transition == Transition(
@@ -106,7 +115,7 @@ def test_escalate_then_recover() -> None:
 
 def test_after_tools_resets_recovery() -> None:
     state = recover(
-        escalate(attrs.evolve(START, has_attempted_compact=True)), answer(stop="max_tokens")
+        escalate(attrs.evolve(DEFAULTED, has_attempted_compact=True)), answer(stop="max_tokens")
     )
     use = answer(ToolUseBlock("t1", "Read", {}), stop="tool_use")
     results = UserMessage([ToolResultBlock("t1", "ok")])

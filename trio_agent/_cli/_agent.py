@@ -66,6 +66,13 @@ def add_agent_commands(subparsers: Any) -> None:
     demo.add_argument(
         "--speed", type=positive_float, default=1.0, help="stream this many times faster"
     )
+    demo.add_argument(
+        "--fault",
+        choices=["reset"],
+        default=None,
+        help="break the first answer's stream (reset: after its first tool call) to show"
+        " the recovery",
+    )
     demo.set_defaults(func=_demo_command)
 
     run = subparsers.add_parser(
@@ -502,4 +509,4 @@ def _demo_command(args: argparse.Namespace) -> int:
         return _error("--speed must be positive")
     from ._live import run_demo
 
-    return trio.run(run_demo, args.speed, args.json)
+    return trio.run(run_demo, args.speed, args.json, None, args.fault)

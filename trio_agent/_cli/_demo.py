@@ -252,14 +252,18 @@ def demo_script() -> Sequence[DemoTurn]:
     return (first, second, third)
 
 
-def demo_answers(*, speed: float = 1.0) -> list[ScriptedAnswer]:
+def demo_answers(*, speed: float = 1.0, fault: str | None = None) -> list[ScriptedAnswer]:
     """The script as scripted-model answers; *speed* > 1 streams faster.
 
     At speed 1 the three answers stream in about 3.5 s: text at ~4 characters per
-    25 ms, tool input JSON at 24 characters per 25 ms.
+    25 ms, tool input JSON at 24 characters per 25 ms. With ``fault="reset"`` the
+    first answer's connection is reset after its first tool call (whose tool has
+    started): the loop discards that attempt and streams the call again.
     """
-    from ..testing import ScriptedAnswer, Timing  # the testing extra's modules
+    from ..testing import Faults, ScriptedAnswer, Timing, encode_event
 
+    if fault not in (None, "reset"):
+        raise ValueError(f"unknown fault {fault!r} (known: reset)")
     if not speed > 0:
         raise ValueError(f"speed must be positive, not {speed!r}")
     timing = Timing(
@@ -269,10 +273,23 @@ def demo_answers(*, speed: float = 1.0) -> list[ScriptedAnswer]:
         text_chunk_size=4,
         json_chunk_size=24,
     )
-    return [
+    answers = [
         ScriptedAnswer(blocks=turn.blocks, model=DEMO_MODEL, timing=timing)
         for turn in demo_script()
     ]
+    if fault == "reset":
+        first = answers[0]
+        events = first.events()
+        stops = [i for i, e in enumerate(events) if e["type"] == "content_block_stop"]
+        cut = len(b"".join(encode_event(e) for e in events[: stops[1] + 1]))
+        broken = ScriptedAnswer(
+            blocks=first.blocks,
+            model=DEMO_MODEL,
+            timing=timing,
+            faults=Faults(disconnect_after_byte=cut),
+        )
+        answers.insert(0, broken)
+    return answers
 
 
 def expected_facts() -> Mapping[str, object]:

@@ -168,7 +168,12 @@ async def _print_plain(
         print_event(event, out)
 
 
-async def run_demo(speed: float = 1.0, as_json: bool = False, out: IO[str] | None = None) -> int:
+async def run_demo(
+    speed: float = 1.0,
+    as_json: bool = False,
+    out: IO[str] | None = None,
+    fault: str | None = None,
+) -> int:
     """``trio-agent demo``: the scripted agent task with the real built-in tools.
 
     The first Ctrl+C aborts the turn (which is reported, the timeline too); a
@@ -197,7 +202,7 @@ async def run_demo(speed: float = 1.0, as_json: bool = False, out: IO[str] | Non
             stream.write(json.dumps(record) + "\n")
 
     recorder = TurnRecorder(trio.current_time, on_tool_start=started)
-    model = ScriptedModel(demo_answers(speed=speed))
+    model = ScriptedModel(demo_answers(speed=speed, fault=fault))
     with tempfile.TemporaryDirectory(prefix="trio-agent-demo-") as tmp:
         root = Path(tmp)
         make_demo_workspace(root)

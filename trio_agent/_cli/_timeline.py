@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from .._executor import ToolFinished, ToolProgress, ToolResult, summarize_call
-from .._loop import BlockFinished, TextDelta, Transition, TurnEnd
+from .._loop import AttemptDiscarded, BlockFinished, ModelFallback, TextDelta, Transition, TurnEnd
 from .._messages import AssistantMessage, ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from .._tools import Tool, ToolContext, ToolReturn
 
@@ -71,6 +71,8 @@ class ModelCall:
     blocks: list[tuple[float, int, str]] = attrs.field(factory=list[tuple[float, int, str]])
     stream_ended_at: float | None = None
     tool_ids: list[str] = attrs.field(factory=list[str])
+    #: Where this call's text starts in the recorder's text (a tombstone cuts it).
+    text_from: int = 0
 
 
 @attrs.define(eq=False)
@@ -171,7 +173,17 @@ class TurnRecorder:
         elif isinstance(event, TurnEnd):
             self.end = event
         elif isinstance(event, Transition):
-            self.calls.append(ModelCall(event.turn, self.now(), str(event.reason)))
+            call = ModelCall(event.turn, self.now(), str(event.reason), text_from=len(self.text))
+            self.calls.append(call)
+        elif isinstance(event, AttemptDiscarded):
+            # The call is retried: what it streamed disappears; say why, once.
+            del self.text[self.current.text_from :]
+            why = f" after {type(event.error).__name__}" if event.error is not None else ""
+            self.text.append(f"[model call {event.model_call} discarded{why}: {event.reason}]\n")
+        elif isinstance(event, ModelFallback):
+            self.text.append(
+                f"[overloaded: falling back from {event.from_model} to {event.to_model}]\n"
+            )
 
     # -- the timeline --------------------------------------------------------------------
 

@@ -6,17 +6,21 @@ pure decisions between calls live in :mod:`._recovery` over the frozen
 from outside; :class:`PermissionRules` is a ready-made ``can_use_tool``.
 """
 
+from ._compact import summarizing_compactor as summarizing_compactor
 from ._control import TurnControl as TurnControl
+from ._query import DEFAULT_MAX_STOP_HOOK_BLOCKS as DEFAULT_MAX_STOP_HOOK_BLOCKS
 from ._query import Compactor as Compactor
 from ._query import StopHook as StopHook
 from ._query import StopHookResult as StopHookResult
 from ._query import query as query
 from ._rules import PermissionRuleError as PermissionRuleError
 from ._rules import PermissionRules as PermissionRules
+from ._state import AttemptDiscarded as AttemptDiscarded
 from ._state import BlockFinished as BlockFinished
 from ._state import Compacted as Compacted
 from ._state import ModelFallback as ModelFallback
 from ._state import QueryEvent as QueryEvent
+from ._state import Stall as Stall
 from ._state import State as State
 from ._state import TextDelta as TextDelta
 from ._state import ThinkingDelta as ThinkingDelta

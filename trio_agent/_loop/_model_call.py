@@ -10,30 +10,38 @@ they come. The call runs in its own *turn scope* (cancelled by
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, Literal, TypeAlias
 
 import attrs
 import trio
 
-from .._exceptions import APIError, StreamError
+from .._exceptions import APIError, OverloadedError, StreamError, StreamStalledError
 from .._executor import ToolExecutor, ToolResult, open_tool_executor
 from .._messages import (
     AssistantMessage,
     ContentBlock,
-    Message,
     ToolUseBlock,
     Usage,
     UserMessage,
 )
-from .._model import ModelClient, StreamEvent, StreamResult
+from .._model import (
+    ModelClient,
+    RecoverableModelClient,
+    RetryObserver,
+    StreamEvent,
+    StreamResult,
+)
 from .._permissions import CanUseTool
 from .._tools import Tool
 from . import _recovery as rec
 from ._control import TurnControl
-from ._state import BlockFinished, QueryEvent, State, TextDelta, ThinkingDelta
+from ._state import BlockFinished, QueryEvent, Stall, State, TextDelta, ThinkingDelta
 
 __all__ = ["Attempt", "ModelCaller", "Phase"]
+
+logger = logging.getLogger("trio_agent.loop")
 
 Phase: TypeAlias = Literal["streaming", "tools"]
 
@@ -58,6 +66,40 @@ class Attempt:
     answer_sent: bool = False
     sent: set[str] = attrs.field(factory=set[str])
     aborted: bool = False
+    #: The number of this model call in the turn (1 for the first).
+    model_call: int = 0
+    #: Overloaded answers the client retried on its own during this call (since
+    #: the last other error, if *overloaded_reset*).
+    overloaded_retried: int = 0
+    overloaded_reset: bool = False
+    #: The overloaded error the loop told the client not to retry (it is counted).
+    vetoed: Exception | None = None
+    #: Stalls of this call.
+    stalls: int = 0
+    #: The tools' shared context after this call.
+    context: Any = None
+
+    @property
+    def delivered(self) -> bool:
+        """Whether the call handed out anything (then a retry needs a tombstone)."""
+        return self.start is not None or bool(self.blocks)
+
+    def started_tools(self) -> tuple[ToolUseBlock, ...]:
+        """The attempt's tool uses that had started running."""
+        results = self.results()
+        return tuple(
+            b
+            for b in self.blocks
+            if isinstance(b, ToolUseBlock) and b.id in results and results[b.id].started
+        )
+
+    def overloaded_streak(self, before: int) -> int:
+        """Overloaded answers in a row after this call, from *before* (the state's):
+        the client's retries and this call's own error included."""
+        count = (0 if self.overloaded_reset else before) + self.overloaded_retried
+        if isinstance(self.error, OverloadedError) and self.error is not self.vetoed:
+            count += 1
+        return count
 
     def results(self) -> dict[str, ToolResult]:
         every = dict(self.received)
@@ -107,11 +149,22 @@ class ModelCaller:
     control: TurnControl
     params: dict[str, Any]
     send: trio.MemorySendChannel[QueryEvent]
+    fallback_model: str | None = None
+    stall_threshold: float = 30.0
+    max_stalls: int | None = None
+    calls: int = 0
+
+    @property
+    def recoverable(self) -> bool:
+        """Whether the client takes ``on_retry`` and has ``create()``."""
+        return isinstance(self.client, RecoverableModelClient)
 
     async def call(self, state: State) -> Attempt:
-        """Stream one answer for *state*; never raises API or stream errors (they
-        are in ``Attempt.error``), nor the turn's cancellation."""
-        attempt = Attempt()
+        """Stream one answer for *state* (or, for the last resort, request it whole);
+        never raises API or stream errors (they are in ``Attempt.error``), nor the
+        turn's cancellation."""
+        self.calls += 1
+        attempt = Attempt(model_call=self.calls, context=state.context)
         turn_scope = trio.CancelScope()
         stream_scope = trio.CancelScope()
         executor: ToolExecutor | None = None
@@ -126,6 +179,7 @@ class ModelCaller:
                     turn_scope=turn_scope,
                     can_use_tool=self.can_use_tool,
                     max_concurrency=self.max_tool_concurrency,
+                    context=state.context,
                 ) as executor,
                 trio.open_nursery() as nursery,
             ):
@@ -134,7 +188,10 @@ class ModelCaller:
                 attach_executor(executor)
                 try:
                     with self.control.interrupting_stream(stream_scope), stream_scope:
-                        await self._stream(state, executor, attempt)
+                        if state.non_streaming:
+                            await self._create(state, executor, attempt)
+                        else:
+                            await self._stream(state, executor, attempt)
                 except (APIError, StreamError) as exc:
                     attempt.error = exc
                     executor.discard()
@@ -144,6 +201,7 @@ class ModelCaller:
                     attempt.phase = "tools"
                     await self._send_answer(state, attempt)
         assert executor is not None
+        attempt.context = executor.context
         attempt.drained = list(executor.drain())
         attempt.aborted = turn_scope.cancelled_caught
         cut = attempt.aborted or stream_scope.cancelled_caught or attempt.error is not None
@@ -151,21 +209,78 @@ class ModelCaller:
             raise RuntimeError("the client's stream ended without a StreamResult")
         return attempt
 
-    async def _stream(self, state: State, executor: ToolExecutor, attempt: Attempt) -> None:
-        messages: list[Message] = list(state.messages)
-        if state.paused is not None:
-            messages.append(state.paused)
-        index = 0
-        async with self.client.stream(
+    def _on_retry(self, state: State, attempt: Attempt) -> RetryObserver:
+        """The client's retry observer for this call: counts overloaded answers, and
+        stops the client's retries when the streak reaches the fallback threshold."""
+
+        def on_retry(exc: Exception) -> bool:
+            if not isinstance(exc, OverloadedError):
+                attempt.overloaded_retried, attempt.overloaded_reset = 0, True
+                return True
+            attempt.overloaded_retried += 1
+            if rec.can_fall_back(state, self.fallback_model) and (
+                attempt.overloaded_streak(state.consecutive_overloaded)
+                >= rec.MAX_CONSECUTIVE_OVERLOADED
+            ):
+                attempt.vetoed = exc  # counted already: raised, not retried
+                return False
+            return True
+
+        return on_retry
+
+    def _request(self, state: State, attempt: Attempt) -> dict[str, Any]:
+        request: dict[str, Any] = dict(
             model=state.model,
-            messages=messages,
+            messages=rec.request_messages(state),
             max_tokens=state.effective_max_tokens,
             system=self.system,
             tools=list(self.tools),
             **self.params,
-        ) as items:
+        )
+        if self.recoverable:
+            request["on_retry"] = self._on_retry(state, attempt)
+        return request
+
+    async def _create(self, state: State, executor: ToolExecutor, attempt: Attempt) -> None:
+        """The last resort: one non-streaming request; its tools run once it is here."""
+        assert isinstance(self.client, RecoverableModelClient)
+        result = await self.client.create(**self._request(state, attempt))
+        attempt.start = result.message
+        for index, block in enumerate(result.message.content):
+            attempt.blocks.append(block)
+            if isinstance(block, ToolUseBlock):
+                executor.add_tool(block)
+            await self.send.send(BlockFinished(index, block))
+        attempt.result = result
+        if result.message.stop_reason == "refusal":
+            executor.skip_unstarted(REFUSAL_SKIPPED)
+
+    async def _stall(self, attempt: Attempt, gap: float) -> None:
+        """Report a stall; abort the attempt at ``max_stalls``."""
+        attempt.stalls += 1
+        logger.warning(
+            "stream stalled for %.1fs (stall %d of model call %d)",
+            gap,
+            attempt.stalls,
+            attempt.model_call,
+        )
+        await self.send.send(Stall(gap, attempt.model_call, attempt.stalls))
+        if self.max_stalls is not None and attempt.stalls >= self.max_stalls:
+            raise StreamStalledError(
+                f"the stream stalled {attempt.stalls} times (max_stalls={self.max_stalls})"
+            )
+
+    async def _stream(self, state: State, executor: ToolExecutor, attempt: Attempt) -> None:
+        index = 0
+        last: float | None = None
+        async with self.client.stream(**self._request(state, attempt)) as items:
             async for item in items:
                 if isinstance(item, StreamEvent):
+                    if item.type != "ping":
+                        now = trio.current_time()
+                        if last is not None and now - last > self.stall_threshold:
+                            await self._stall(attempt, now - last)
+                        last = now
                     if item.stop_reason == "refusal":
                         executor.skip_unstarted(REFUSAL_SKIPPED)
                     index = await self._on_event(item, attempt, index)

@@ -22,12 +22,16 @@ disconnect, a truncated stream, an idle timeout), the finished blocks of the cut
 answer are sent as one message (``stop_reason`` None) followed by a result for each
 of its tool uses (tools still queued never start; running ones are cancelled and
 say they may have partly completed). A cut answer's unfinished block is not kept
-(its deltas were sent). The one exception is an attempt the loop *retries*
-(overloaded retry, model fallback): as DESIGN.md and Claude Code do, it is dropped
-whole so the retry answers the same request; its tools that had started are
-listed in :class:`ModelFallback` when the model switches. Either way, every
-tool_use announced by a :class:`BlockFinished` gets exactly one
-:class:`ToolResult` event.
+(its deltas were sent). The exception is an attempt the loop *retries* (a failure
+after content: a reset, a truncation, an idle timeout, a retryable in-stream error,
+too many stalls; an overloaded retry; a model fallback; a ``max_tokens``
+escalation): as DESIGN.md and Claude Code do, it is dropped whole so the retry
+answers the same request, and an :class:`AttemptDiscarded` tombstone (with the
+tools that had started) tells a UI to drop what it showed. The streamed retries
+follow the retry policy's backoff; the last resort is one non-streaming request.
+If every recovery fails, the last discarded attempt's finished blocks are kept as
+a cut answer's are. Either way, every tool_use announced by a
+:class:`BlockFinished` gets exactly one :class:`ToolResult` event.
 
 Example::
 
@@ -42,32 +46,37 @@ Example::
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import attrs
 import trio
 
 from .._exceptions import OverloadedError, PromptTooLongError, unwrap_single
 from .._executor import AbortReason
-from .._messages import AssistantMessage, Message, ToolUseBlock, UserMessage
-from .._model import ModelClient
+from .._messages import AssistantMessage, Message, UserMessage
+from .._model import ModelClient, RecoverableModelClient, RetryPolicy
 from .._permissions import CanUseTool
 from .._tools import Tool
 from . import _recovery as rec
 from ._control import TurnControl
 from ._model_call import Attempt, ModelCaller, Phase
 from ._state import (
+    AttemptDiscarded,
     Compacted,
     ModelFallback,
     QueryEvent,
     State,
+    TransitionReason,
     TurnEnd,
     TurnEndReason,
 )
 
 __all__ = ["Compactor", "StopHook", "StopHookResult", "query"]
+
+logger = logging.getLogger("trio_agent.loop")
 
 
 @attrs.frozen
@@ -84,10 +93,23 @@ class StopHookResult:
     message: str | None = None
 
 
-StopHook: TypeAlias = Callable[[tuple[Message, ...]], Awaitable[StopHookResult | None]]
+class StopHook(Protocol):
+    """``async hook(history, *, stop_hook_active) -> StopHookResult | None``.
+
+    *stop_hook_active* is True when the model is going on because a stop hook
+    blocked earlier in this turn (a hook can let go then, to avoid a loop).
+    """
+
+    def __call__(
+        self, messages: tuple[Message, ...], *, stop_hook_active: bool
+    ) -> Awaitable[StopHookResult | None]: ...
+
+
 Compactor: TypeAlias = Callable[[tuple[Message, ...]], Awaitable[Sequence[Message]]]
 
 _DEFAULT_BLOCK_MESSAGE = "A stop hook blocked the end of the turn; continue."
+#: How many times the stop hooks may block one turn by default.
+DEFAULT_MAX_STOP_HOOK_BLOCKS = 8
 
 
 @attrs.define(eq=False)
@@ -99,6 +121,14 @@ class _Loop:
     compactor: Compactor | None
     control: TurnControl
     send: trio.MemorySendChannel[QueryEvent]
+    retry: RetryPolicy = attrs.field(factory=RetryPolicy)
+    max_stop_hook_blocks: int = DEFAULT_MAX_STOP_HOOK_BLOCKS
+    token_budget: int | None = None
+    #: The last attempt discarded for a retry since the last successful call: if
+    #: the retries fail, its finished blocks are kept, as a cut answer's are.
+    discarded: Attempt | None = None
+    auto_compact: float | None = None
+    context_window: int | None = None
 
     # -- the loop -----------------------------------------------------------------
 
@@ -117,6 +147,8 @@ class _Loop:
             last_phase = attempt.phase
             if attempt.result is not None:
                 state = rec.succeeded(state, attempt.result.message.usage)
+                state = attrs.evolve(state, context=attempt.context)
+                self.discarded = None
             else:  # cut short: its input was billed all the same
                 state = attrs.evolve(state, usage=state.usage + attempt.start_usage())
             if attempt.aborted or (self.control.interrupted and attempt.error is None):
@@ -128,6 +160,8 @@ class _Loop:
             if isinstance(outcome, TurnEnd):
                 return outcome
             state = outcome
+            if attempt.result is not None and self._wants_auto_compact(state, attempt):
+                state = await self._auto_compact(state)
             if rec.exceeds_max_turns(state, self.max_turns):
                 return await self._end(
                     state,
@@ -155,7 +189,9 @@ class _Loop:
                 )
             return rec.after_tools(state, message, results)
         if outcome is rec.Outcome.ESCALATE:
-            return rec.escalate(state)
+            state = rec.escalate(state)
+            await self._discard(attempt, state)
+            return state
         if outcome is rec.Outcome.PAUSE:
             return rec.pause(state, message)
         if outcome is rec.Outcome.RECOVER:
@@ -169,11 +205,28 @@ class _Loop:
                 message="The answer hit max_tokens again after every recovery.",
             )
         blocked = await self._stop_hooks(_append(state, message))
-        if blocked is None or isinstance(blocked, TurnEnd):
-            return blocked or await self._end(_append(state, message), TurnEndReason.COMPLETED)
-        state = rec.stop_hook_block(state, message, blocked)
-        await self.send.send(state.messages[-1])
-        return state
+        if isinstance(blocked, TurnEnd):
+            return blocked
+        if blocked is not None:
+            if state.stop_hook_blocks >= self.max_stop_hook_blocks:
+                return await self._end(
+                    _append(state, message),
+                    TurnEndReason.STOP_HOOK_LIMIT,
+                    message=(
+                        f"The stop hooks blocked the end {state.stop_hook_blocks} times"
+                        f" (max_stop_hook_blocks={self.max_stop_hook_blocks}); the turn ends."
+                    ),
+                )
+            state = rec.stop_hook_block(state, message, blocked)
+            await self.send.send(state.messages[-1])
+            return state
+        if self.token_budget is not None and rec.wants_budget_continuation(
+            state, self.token_budget, answer.usage.output_tokens
+        ):
+            state = rec.budget_continue(state, message, self.token_budget)
+            await self.send.send(state.messages[-1])
+            return state
+        return await self._end(_append(state, message), TurnEndReason.COMPLETED)
 
     # -- one model call -----------------------------------------------------------
 
@@ -230,44 +283,123 @@ class _Loop:
         error = attempt.error
         assert error is not None
         if isinstance(error, OverloadedError):
-            results = attempt.results()
-            started = [
-                b
-                for b in attempt.blocks
-                if isinstance(b, ToolUseBlock) and b.id in results and results[b.id].started
-            ]
-            next_state = rec.on_overloaded(state, self.fallback_model, started)
+            count = attempt.overloaded_streak(state.consecutive_overloaded)
+            next_state = rec.on_overloaded(
+                state, self.fallback_model, attempt.started_tools(), count
+            )
             if next_state is not None:
+                await self._discard(attempt, next_state)
                 if next_state.model != state.model:
                     notice = ModelFallback(
                         state.model, next_state.model, next_state.dropped_started
                     )
                     await self.send.send(notice)
-                return next_state
+                    return next_state
+                return await self._after_backoff(next_state, self.retry.delay(count - 1))
         elif (
             isinstance(error, PromptTooLongError)
             and self.compactor is not None
             and not state.has_attempted_compact
         ):
-            return await self._compact(state)
-        # The error ends the turn: what was received stays (as after an abort).
+            return await self._compact(state, error)
+        if attempt.delivered and rec.fails_mid_stream(error):
+            next_state = rec.retry_call(state, self.retry.max_retries, self.caller.recoverable)
+            if next_state is not None:
+                await self._discard(attempt, next_state)
+                delay = self.retry.delay(state.call_retries, getattr(error, "headers", None))
+                return await self._after_backoff(next_state, delay)
+        # The error ends the turn: what was received stays (as after an abort); if
+        # this attempt showed nothing, what the last discarded one had finished.
+        if not attempt.delivered and self.discarded is not None:
+            attempt = self.discarded
         return await self._end(await self._keep(state, attempt), TurnEndReason.ERROR, error=error)
 
-    async def _compact(self, state: State) -> State | TurnEnd:
+    async def _discard(self, attempt: Attempt, next_state: State) -> None:
+        """Send the tombstone of an attempt that is dropped and retried, if it showed
+        anything."""
+        assert next_state.transition is not None
+        if attempt.delivered:
+            self.discarded = attempt
+            await self.send.send(
+                AttemptDiscarded(
+                    next_state.transition.reason,
+                    attempt.model_call,
+                    attempt.error,
+                    attempt.started_tools(),
+                )
+            )
+
+    async def _after_backoff(self, state: State, delay: float) -> State | TurnEnd:
+        """*state* after sleeping *delay* seconds (the retry's backoff); an abort
+        during the sleep ends the turn."""
+        scope = trio.CancelScope()
+        with self.control.cancelling(scope), scope:
+            await trio.sleep(delay)
+            return state
+        return await self._end(state, TurnEndReason.ABORTED_STREAMING, self._why_aborted())
+
+    def _wants_auto_compact(self, state: State, attempt: Attempt) -> bool:
+        assert attempt.result is not None
+        assert state.transition is not None
+        return (
+            self.compactor is not None
+            and not state.has_attempted_compact
+            and state.paused is None
+            and state.transition.reason
+            in (
+                TransitionReason.NEXT_TURN,
+                TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY,
+                TransitionReason.STOP_HOOK_BLOCKING,
+                TransitionReason.TOKEN_BUDGET_CONTINUATION,
+            )
+            and rec.needs_auto_compact(
+                attempt.result.message.usage,
+                self.auto_compact,
+                rec.model_context_window(state.model, self.context_window),
+            )
+        )
+
+    async def _auto_compact(self, state: State) -> State:
+        """Compact before the next call; a failure is logged and the turn goes on
+        with the history as it is (the reactive compaction remains)."""
+        assert self.compactor is not None
+        scope = trio.CancelScope()
+        messages: tuple[Message, ...] | None = None
+        try:
+            with self.control.cancelling(scope), scope:
+                messages = await self._run_compactor(state)
+        except Exception as exc:
+            logger.warning("auto-compaction failed, going on without it: %r", exc)
+            return state
+        if messages is None:  # aborted: the next iteration ends the turn
+            return state
+        await self.send.send(Compacted(messages))
+        return rec.auto_compacted(state, messages)
+
+    async def _run_compactor(self, state: State) -> tuple[Message, ...]:
+        assert self.compactor is not None
+        messages = tuple(await self.compactor(state.messages))
+        for message in messages:
+            # A user-supplied callable: check what its annotation promises.
+            if not isinstance(message, (AssistantMessage, UserMessage)):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(
+                    "the compactor returned a "
+                    f"{type(message).__name__}, not an AssistantMessage or UserMessage"
+                )
+        return messages
+
+    async def _compact(self, state: State, error: PromptTooLongError) -> State | TurnEnd:
         assert self.compactor is not None
         scope = trio.CancelScope()
         with self.control.cancelling(scope), scope:
             try:
-                messages = tuple(await self.compactor(state.messages))
-                for message in messages:
-                    # A user-supplied callable: check what its annotation promises.
-                    if not isinstance(message, (AssistantMessage, UserMessage)):  # pyright: ignore[reportUnnecessaryIsInstance]
-                        raise TypeError(
-                            "the compactor returned a "
-                            f"{type(message).__name__}, not an AssistantMessage or UserMessage"
-                        )
+                messages = await self._run_compactor(state)
             except Exception as exc:
-                return await self._end(state, TurnEndReason.ERROR, error=exc)
+                # The turn ends with the error that asked for the compaction; the
+                # compactor's own failure is attached as its cause.
+                error.__cause__ = exc
+                error.add_note(f"the compactor failed: {type(exc).__name__}: {exc}")
+                return await self._end(state, TurnEndReason.ERROR, error=error)
             await self.send.send(Compacted(messages))
             return rec.compacted(state, messages)
         return await self._end(state, TurnEndReason.ABORTED_STREAMING, self._why_aborted())
@@ -279,7 +411,7 @@ class _Loop:
         with self.control.cancelling(scope), scope:
             for hook in self.stop_hooks:
                 try:
-                    result = await hook(state.messages)
+                    result = await hook(state.messages, stop_hook_active=state.stop_hook_active)
                     if result is not None and not isinstance(result, StopHookResult):  # pyright: ignore[reportUnnecessaryIsInstance]
                         raise TypeError(
                             f"stop hook {hook!r} returned a {type(result).__name__}, "
@@ -315,6 +447,7 @@ class _Loop:
             error=error,
             message=message,
             abort_reason=abort_reason,
+            context=state.context,
         )
 
 
@@ -336,7 +469,7 @@ async def query(
     tools: Sequence[Tool],
     system: Any = None,
     model: str,
-    max_tokens: int,
+    max_tokens: int | None = None,
     can_use_tool: CanUseTool | None = None,
     max_turns: int | None = None,
     fallback_model: str | None = None,
@@ -344,6 +477,15 @@ async def query(
     compactor: Compactor | None = None,
     max_tool_concurrency: int = 10,
     control: TurnControl | None = None,
+    context: Any = None,
+    retry: RetryPolicy | None = None,
+    output_token_cap: int | None = None,
+    max_stop_hook_blocks: int = DEFAULT_MAX_STOP_HOOK_BLOCKS,
+    token_budget: int | None = None,
+    stall_threshold: float = 30.0,
+    max_stalls: int | None = None,
+    auto_compact: float | None = None,
+    context_window: int | None = None,
     **params: Any,
 ) -> AsyncGenerator[trio.MemoryReceiveChannel[QueryEvent]]:
     """Run one user turn: stream the model, run its tools, recover, until it ends.
@@ -367,7 +509,10 @@ async def query(
         tools: the tools the model may call.
         system: the system prompt (a string or a list of blocks).
         model: the model to use.
-        max_tokens: output tokens per call (escalated once to 64k on ``max_tokens``).
+        max_tokens: output tokens per call. Left unset, it is 8192 (or the model's
+            output cap, if lower) and escalated once on ``max_tokens``, to 64k or
+            the model's cap; set, it is kept, and a cut answer goes straight to the
+            "continue" recovery.
         can_use_tool: the permission check, e.g. a :class:`~trio_agent.PermissionRules`.
         max_turns: at most this many model turns (calls that follow new messages).
         fallback_model: used after 3 overloaded errors in a row.
@@ -377,6 +522,28 @@ async def query(
             too long.
         max_tool_concurrency: at most this many tools at once.
         control: a :class:`~trio_agent.TurnControl` to abort or interrupt the turn.
+        context: the tools' shared context (``ctx.context``); what the non-safe
+            tools of one model call make of it is what the next call's tools see,
+            and :attr:`TurnEnd.context` holds it after the turn.
+        retry: the policy of the loop's own retries (a call that failed after
+            content was delivered: discarded with an :class:`AttemptDiscarded`
+            tombstone, streamed again after a backoff, then one last non-streaming
+            request); by default the client's ``retry``, else ``RetryPolicy()``.
+        output_token_cap: the model's output-token cap, overriding the table of
+            known models (``MODEL_OUTPUT_CAPS``); the escalation never goes above it.
+        max_stop_hook_blocks: the turn ends (``stop_hook_limit``) when the stop
+            hooks would block it more often than this.
+        token_budget: an output-token budget for the turn: an answer that ends
+            under 90% of it is asked to go on (``token_budget_continuation``).
+        stall_threshold: a gap longer than this between content events (pings do
+            not count) is a :class:`Stall` event and a log line.
+        max_stalls: abort and retry a call after this many stalls (None: never).
+        auto_compact: with a *compactor*, compact before the next call when the
+            last request's input passed this fraction of the context window
+            (transition ``auto_compact``); e.g. ``0.8``. None: only reactively,
+            when the prompt is too long.
+        context_window: the model's context window in tokens (default: 200k for
+            Claude models, else unknown: no auto-compaction).
         **params: more Messages API parameters (``temperature``, ``thinking``...).
 
     Yields:
@@ -386,13 +553,28 @@ async def query(
         :class:`ToolProgress`, :class:`ToolFinished`,
         :class:`~trio_agent.UserMessage` (tool results, "continue" and stop-hook
         messages, each appended to the history), :class:`Compacted`,
-        :class:`ModelFallback`, :class:`Transition`, and a last :class:`TurnEnd`.
+        :class:`AttemptDiscarded` (drop what a call showed: it is retried),
+        :class:`Stall`, :class:`ModelFallback`, :class:`Transition`, and a last
+        :class:`TurnEnd`.
 
     Raises:
-        ValueError: ``max_tokens``, ``max_turns`` or ``max_tool_concurrency`` < 1.
+        ValueError: ``max_tokens``, ``max_turns``, ``max_tool_concurrency``,
+            ``output_token_cap`` or ``token_budget`` < 1, ``max_stop_hook_blocks``
+            or ``max_stalls`` < 0, ``stall_threshold`` <= 0.
     """
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
+    for name, value, low in (
+        ("max_tokens", max_tokens, 1),
+        ("output_token_cap", output_token_cap, 1),
+        ("token_budget", token_budget, 1),
+        ("max_stop_hook_blocks", max_stop_hook_blocks, 0),
+        ("max_stalls", max_stalls, 1),
+    ):
+        if value is not None and value < low:
+            raise ValueError(f"{name} must be at least {low}, not {value}")
+    if auto_compact is not None and not 0 < auto_compact <= 1:
+        raise ValueError(f"auto_compact must be in (0, 1], not {auto_compact}")
+    if not stall_threshold > 0:
+        raise ValueError(f"stall_threshold must be positive, not {stall_threshold}")
     if max_turns is not None and max_turns < 1:
         raise ValueError(f"max_turns must be at least 1, not {max_turns}")
     if max_tool_concurrency < 1:
@@ -410,7 +592,12 @@ async def query(
         control=control,
         params=params,
         send=send,
+        fallback_model=fallback_model,
+        stall_threshold=stall_threshold,
+        max_stalls=max_stalls,
     )
+    if retry is None:
+        retry = client.retry if isinstance(client, RecoverableModelClient) else RetryPolicy()
     loop = _Loop(
         caller=caller,
         max_turns=max_turns,
@@ -419,8 +606,15 @@ async def query(
         compactor=compactor,
         control=control,
         send=send,
+        retry=retry,
+        max_stop_hook_blocks=max_stop_hook_blocks,
+        token_budget=token_budget,
+        auto_compact=auto_compact,
+        context_window=context_window,
     )
-    state = State(messages=tuple(messages), model=model, max_tokens=max_tokens)
+    state = rec.initial_state(
+        messages, model, max_tokens=max_tokens, output_token_cap=output_token_cap, context=context
+    )
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(loop.run, state)

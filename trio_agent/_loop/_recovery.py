@@ -8,34 +8,89 @@ function appends what the history gains and records the transition.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
-from .._messages import AssistantMessage, Message, ToolUseBlock, Usage, UserMessage
+from .._exceptions import (
+    APIStatusError,
+    StreamIdleTimeoutError,
+    StreamStalledError,
+    StreamTruncatedError,
+)
+from .._messages import (
+    AssistantMessage,
+    Message,
+    RedactedThinkingBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+    UserMessage,
+)
+from .._model import RETRYABLE_ERROR_TYPES
 from ._state import State, Transition, TransitionReason
 
 __all__ = [
     "CONTINUE_PROMPT",
+    "DEFAULT_MAX_TOKENS",
     "ESCALATED_MAX_TOKENS",
     "MAX_CONSECUTIVE_OVERLOADED",
     "MAX_OUTPUT_TOKENS_RECOVERY_LIMIT",
+    "MODEL_OUTPUT_CAPS",
     "Outcome",
     "after_tools",
+    "auto_compacted",
+    "budget_continue",
+    "can_fall_back",
     "classify_answer",
     "compacted",
     "escalate",
     "exceeds_max_turns",
+    "fails_mid_stream",
+    "initial_state",
     "merge_paused",
+    "model_context_window",
+    "model_output_cap",
+    "needs_auto_compact",
     "on_overloaded",
     "pause",
     "recover",
+    "request_messages",
+    "retry_call",
     "stop_hook_block",
     "succeeded",
+    "wants_budget_continuation",
 ]
 
-#: ``max_tokens`` of the one escalated retry (Claude Code's 8k -> 64k).
+#: ``max_tokens`` of the one escalated retry (Claude Code's 8k -> 64k), capped by
+#: the model's output cap.
 ESCALATED_MAX_TOKENS = 64_000
+#: ``max_tokens`` when the caller leaves it unset (capped by the model's output cap).
+DEFAULT_MAX_TOKENS = 8192
+#: Known models' output-token caps, by name prefix (the longest matching prefix
+#: wins). A model not listed gets no escalation past the caller's ``max_tokens``.
+MODEL_OUTPUT_CAPS: Mapping[str, int] = {
+    "claude-opus-4-5": 64_000,
+    "claude-opus-4-1": 32_000,
+    "claude-opus-4": 32_000,
+    "claude-sonnet-4": 64_000,
+    "claude-haiku-4": 64_000,
+    "claude-3-7-sonnet": 64_000,
+    "claude-3-5-sonnet": 8192,
+    "claude-3-5-haiku": 8192,
+    "claude-3-opus": 4096,
+    "claude-3-haiku": 4096,
+}
+#: Stop reasons that cut an answer short: it is continued ("continue" messages).
+#: ``model_context_window_exceeded`` takes the same path as ``max_tokens`` (without
+#: the escalation, which cannot help), never ``completed`` with a cut answer.
+_CUT_STOP_REASONS = frozenset({"max_tokens", "model_context_window_exceeded"})
+#: The token-budget nudge stops at this fraction of the budget...
+BUDGET_COMPLETION_THRESHOLD = 0.9
+#: ... or when, after this many continuations, one added fewer output tokens than
+#: :data:`BUDGET_DIMINISHING_TOKENS` (diminishing returns, as in Claude Code).
+BUDGET_DIMINISHING_AFTER = 3
+BUDGET_DIMINISHING_TOKENS = 500
 #: How many "continue" messages one turn may send after ``max_tokens``.
 MAX_OUTPUT_TOKENS_RECOVERY_LIMIT = 3
 #: Overloaded errors in a row (each after the client's own retries) before falling back.
@@ -74,8 +129,8 @@ def classify_answer(state: State, message: AssistantMessage) -> Outcome:
     """
     if message.tool_uses:
         return Outcome.TOOLS
-    if message.stop_reason == "max_tokens":
-        if state.max_tokens_override is None and state.max_tokens < ESCALATED_MAX_TOKENS:
+    if message.stop_reason in _CUT_STOP_REASONS:
+        if message.stop_reason == "max_tokens" and _escalation(state) is not None:
             return Outcome.ESCALATE
         if state.max_output_tokens_recovery_count < MAX_OUTPUT_TOKENS_RECOVERY_LIMIT:
             return Outcome.RECOVER
@@ -83,6 +138,85 @@ def classify_answer(state: State, message: AssistantMessage) -> Outcome:
     if message.stop_reason == "pause_turn":
         return Outcome.PAUSE
     return Outcome.END
+
+
+def model_output_cap(model: str, override: int | None = None) -> int | None:
+    """The output-token cap of *model*: *override* if given, else the table's
+    (:data:`MODEL_OUTPUT_CAPS`, longest matching prefix), else None."""
+    if override is not None:
+        return override
+    best: str | None = None
+    for prefix in MODEL_OUTPUT_CAPS:
+        if model.startswith(prefix) and (best is None or len(prefix) > len(best)):
+            best = prefix
+    return None if best is None else MODEL_OUTPUT_CAPS[best]
+
+
+def initial_state(
+    messages: Sequence[Message],
+    model: str,
+    *,
+    max_tokens: int | None = None,
+    output_token_cap: int | None = None,
+    context: object = None,
+) -> State:
+    """The state before the first call: ``max_tokens`` resolved (the default is
+    :data:`DEFAULT_MAX_TOKENS`, or the model's cap if lower)."""
+    cap = model_output_cap(model, output_token_cap)
+    if max_tokens is None:
+        resolved = DEFAULT_MAX_TOKENS if cap is None else min(DEFAULT_MAX_TOKENS, cap)
+        return State(
+            messages=tuple(messages),
+            model=model,
+            max_tokens=resolved,
+            default_max_tokens=True,
+            output_cap=cap,
+            context=context,
+        )
+    return State(
+        messages=tuple(messages),
+        model=model,
+        max_tokens=max_tokens,
+        output_cap=cap,
+        context=context,
+    )
+
+
+def model_context_window(model: str, override: int | None = None) -> int | None:
+    """The context window of *model* in tokens: *override*, else 200k for Claude
+    models, else None (unknown: no auto-compaction)."""
+    if override is not None:
+        return override
+    return 200_000 if model.startswith("claude-") else None
+
+
+def needs_auto_compact(usage: Usage, fraction: float | None, window: int | None) -> bool:
+    """Whether a request whose answer reported *usage* filled more than *fraction* of
+    the context *window* (its input, cached parts included)."""
+    if fraction is None or window is None:
+        return False
+    used = (
+        usage.input_tokens
+        + (usage.cache_creation_input_tokens or 0)
+        + (usage.cache_read_input_tokens or 0)
+    )
+    return used > fraction * window
+
+
+def auto_compacted(state: State, messages: Sequence[Message]) -> State:
+    """The history was compacted before the next call (the transition says so)."""
+    return _go(state, TransitionReason.AUTO_COMPACT, messages=tuple(messages))
+
+
+def _escalation(state: State) -> int | None:
+    """The escalated ``max_tokens``, or None: the caller chose ``max_tokens``, the
+    escalation was used, the model's cap is unknown or not above the current value."""
+    if not state.default_max_tokens or state.max_tokens_override is not None:
+        return None
+    if state.output_cap is None:
+        return None
+    target = min(ESCALATED_MAX_TOKENS, state.output_cap)
+    return target if target > state.max_tokens else None
 
 
 def merge_paused(paused: AssistantMessage | None, message: AssistantMessage) -> AssistantMessage:
@@ -102,9 +236,15 @@ def _go(state: State, reason: TransitionReason, **changes: object) -> State:
 
 
 def succeeded(state: State, usage: Usage) -> State:
-    """A model call completed: count its usage; the overloaded streak is over."""
+    """A model call completed: count its usage; the overloaded streak and the
+    call's retries are over."""
     return attrs.evolve(
-        state, usage=state.usage + usage, consecutive_overloaded=0, dropped_started=()
+        state,
+        usage=state.usage + usage,
+        consecutive_overloaded=0,
+        dropped_started=(),
+        call_retries=0,
+        non_streaming=False,
     )
 
 
@@ -123,10 +263,11 @@ def after_tools(state: State, message: AssistantMessage, results: UserMessage) -
 
 
 def escalate(state: State) -> State:
-    """Retry the same request (the truncated answer dropped) with 64k output tokens."""
-    return _go(
-        state, TransitionReason.MAX_OUTPUT_TOKENS_ESCALATE, max_tokens_override=ESCALATED_MAX_TOKENS
-    )
+    """Retry the same request (the truncated answer dropped) with 64k output tokens
+    (or the model's cap, if lower)."""
+    target = _escalation(state)
+    assert target is not None, "escalate() after classify_answer() said ESCALATE"
+    return _go(state, TransitionReason.MAX_OUTPUT_TOKENS_ESCALATE, max_tokens_override=target)
 
 
 def recover(state: State, message: AssistantMessage) -> State:
@@ -150,13 +291,48 @@ def pause(state: State, message: AssistantMessage) -> State:
 
 
 def stop_hook_block(state: State, message: AssistantMessage, text: str) -> State:
-    """A stop hook refused the end: append the answer and the hook's message."""
+    """A stop hook refused the end: append the answer and the hook's message; the
+    hooks see ``stop_hook_active`` from now on in this turn."""
     return _go(
         state,
         TransitionReason.STOP_HOOK_BLOCKING,
         messages=(*state.messages, message, UserMessage(text)),
         turn_count=state.turn_count + 1,
         max_output_tokens_recovery_count=0,
+        stop_hook_active=True,
+        stop_hook_blocks=state.stop_hook_blocks + 1,
+        paused=None,
+    )
+
+
+def wants_budget_continuation(state: State, budget: int | None, last_output: int) -> bool:
+    """Whether an answer that ended the turn should go on for the output-token
+    *budget*: the turn is under 90% of it, and the continuations still pay off
+    (after 3, one that added fewer than 500 output tokens ends it)."""
+    if budget is None:
+        return False
+    if state.usage.output_tokens >= BUDGET_COMPLETION_THRESHOLD * budget:
+        return False
+    return not (
+        state.budget_continuations >= BUDGET_DIMINISHING_AFTER
+        and last_output < BUDGET_DIMINISHING_TOKENS
+    )
+
+
+def budget_continue(state: State, message: AssistantMessage, budget: int) -> State:
+    """Append the answer and a nudge to keep working toward the budget."""
+    used = state.usage.output_tokens
+    nudge = (
+        f"Stopped at {100 * used // budget}% of the output token target ({used} / {budget})."
+        " Keep working; do not summarize."
+    )
+    return _go(
+        state,
+        TransitionReason.TOKEN_BUDGET_CONTINUATION,
+        messages=(*state.messages, message, UserMessage(nudge)),
+        turn_count=state.turn_count + 1,
+        max_output_tokens_recovery_count=0,
+        budget_continuations=state.budget_continuations + 1,
         paused=None,
     )
 
@@ -172,31 +348,101 @@ def compacted(state: State, messages: Sequence[Message]) -> State:
 
 
 def on_overloaded(
-    state: State, fallback_model: str | None, started: Sequence[ToolUseBlock] = ()
+    state: State,
+    fallback_model: str | None,
+    started: Sequence[ToolUseBlock] = (),
+    count: int | None = None,
 ) -> State | None:
-    """The next state after an overloaded error, or None: the turn ends with it.
+    """The next state after an overloaded error, or None: not this path.
 
-    Without a fallback model the client's own retries were the last word. With
-    one, the same request is retried until :data:`MAX_CONSECUTIVE_OVERLOADED`
-    errors in a row, then the model switches once (the streak starts again on it).
-    *started* are the tools of the dropped attempt that had started; they are kept
-    in ``dropped_started`` until a call succeeds.
+    Without a fallback model the retry policy decides (the client's own retries,
+    :func:`retry_call` for an answer cut mid-stream). With one, the same request
+    is retried until :data:`MAX_CONSECUTIVE_OVERLOADED` overloaded answers in a
+    row (*count*, the client's own retries included; by default one more than
+    the state's), then the model switches once (the streak starts again on it),
+    and the primary's thinking signatures are left out of the requests.
+    *started* are the tools of the dropped attempt that had started; they are
+    kept in ``dropped_started`` until a call succeeds.
     """
     if fallback_model is None:
         return None
     state = attrs.evolve(state, dropped_started=(*state.dropped_started, *started))
-    count = state.consecutive_overloaded + 1
+    count = state.consecutive_overloaded + 1 if count is None else count
     if count < MAX_CONSECUTIVE_OVERLOADED:
         return _go(state, TransitionReason.OVERLOADED_RETRY, consecutive_overloaded=count)
-    if state.has_fallen_back or fallback_model == state.model:
+    if not can_fall_back(state, fallback_model):
         return None
+    cap = model_output_cap(fallback_model) if state.default_max_tokens else state.output_cap
+    override = state.max_tokens_override
+    if override is not None and cap is not None:
+        override = min(override, cap)
     return _go(
         state,
         TransitionReason.MODEL_FALLBACK,
         model=fallback_model,
         has_fallen_back=True,
         consecutive_overloaded=0,
+        call_retries=0,
+        output_cap=cap,
+        max_tokens=min(state.max_tokens, cap) if cap is not None else state.max_tokens,
+        max_tokens_override=override,
+        strip_thinking_before=len(state.messages),
     )
+
+
+def can_fall_back(state: State, fallback_model: str | None) -> bool:
+    """Whether an overloaded streak may still switch to *fallback_model*."""
+    return (
+        fallback_model is not None and not state.has_fallen_back and fallback_model != state.model
+    )
+
+
+def fails_mid_stream(error: Exception) -> bool:
+    """Whether *error*, met after content was delivered, deserves another attempt:
+    a reset, a truncation, an idle timeout, too many stalls, or a retryable
+    in-stream error event (``overloaded_error``, ``api_error``...)."""
+    if isinstance(error, APIStatusError):
+        return error.status_code is None and error.error_type in RETRYABLE_ERROR_TYPES
+    return isinstance(error, (StreamTruncatedError, StreamIdleTimeoutError, StreamStalledError))
+
+
+def retry_call(
+    state: State, max_retries: int, can_create: bool, reason: TransitionReason | None = None
+) -> State | None:
+    """The next state after a call failed mid-stream (its attempt discarded), or
+    None: the turn ends with the error.
+
+    Streamed again while ``call_retries < max_retries``; then, once, the last resort
+    of a non-streaming request (if the client has one).
+    """
+    if state.non_streaming:
+        return None
+    if state.call_retries < max_retries:
+        return _go(
+            state, reason or TransitionReason.STREAM_RETRY, call_retries=state.call_retries + 1
+        )
+    if can_create:
+        return _go(state, TransitionReason.NON_STREAMING_FALLBACK, non_streaming=True)
+    return None
+
+
+def request_messages(state: State) -> list[Message]:
+    """The messages of the next request: the history (the primary's thinking
+    blocks left out after a fallback), then the paused answer if any."""
+    messages: list[Message] = list(state.messages)
+    for i in range(min(state.strip_thinking_before, len(messages))):
+        message = messages[i]
+        if isinstance(message, AssistantMessage):
+            kept = tuple(
+                b
+                for b in message.content
+                if not isinstance(b, (ThinkingBlock, RedactedThinkingBlock))
+            )
+            if kept != message.content and kept:
+                messages[i] = attrs.evolve(message, content=kept)
+    if state.paused is not None:
+        messages.append(state.paused)
+    return messages
 
 
 def exceeds_max_turns(state: State, max_turns: int | None) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import attrs
 
@@ -17,10 +17,12 @@ from .._executor import AbortReason, ToolFinished, ToolProgress, ToolResult
 from .._messages import AssistantMessage, ContentBlock, Message, ToolUseBlock, Usage, UserMessage
 
 __all__ = [
+    "AttemptDiscarded",
     "BlockFinished",
     "Compacted",
     "ModelFallback",
     "QueryEvent",
+    "Stall",
     "State",
     "TextDelta",
     "ThinkingDelta",
@@ -48,9 +50,22 @@ class TransitionReason(enum.StrEnum):
     MODEL_FALLBACK = "model_fallback"
     #: The API paused a long turn (``stop_reason == "pause_turn"``): continue it.
     PAUSE_TURN = "pause_turn"
-    #: Overloaded (after the client's own retries): the attempt was dropped and the
-    #: same request is tried again, before falling back.
+    #: Overloaded: the attempt was dropped and the same request is tried again,
+    #: before falling back (3 overloaded answers in a row, the client's own retries
+    #: included).
     OVERLOADED_RETRY = "overloaded_retry"
+    #: The stream failed after content was delivered (a reset, a truncation, an idle
+    #: timeout, a retryable in-stream error, too many stalls): the attempt was
+    #: discarded and the call is streamed again after a backoff.
+    STREAM_RETRY = "stream_retry"
+    #: The streamed retries failed too: one last non-streaming request.
+    NON_STREAMING_FALLBACK = "non_streaming_fallback"
+    #: The answer ended under the turn's output-token budget: the model is asked
+    #: to go on.
+    TOKEN_BUDGET_CONTINUATION = "token_budget_continuation"
+    #: The last request's input passed the auto-compact threshold: the history was
+    #: compacted before the next call.
+    AUTO_COMPACT = "auto_compact"
 
 
 class TurnEndReason(enum.StrEnum):
@@ -68,6 +83,8 @@ class TurnEndReason(enum.StrEnum):
     PERMISSION_REJECTED = "permission_rejected"
     #: An API or stream error, or a recovery that ran out of attempts.
     ERROR = "error"
+    #: The stop hooks kept blocking the end of the turn past ``max_stop_hook_blocks``.
+    STOP_HOOK_LIMIT = "stop_hook_limit"
 
 
 @attrs.frozen
@@ -117,6 +134,43 @@ class Transition:
 
 
 @attrs.frozen
+class AttemptDiscarded:
+    """A tombstone: everything the model call *model_call* streamed is void.
+
+    A UI drops what it rendered for that call (its text and thinking deltas, its
+    blocks); none of it is in the history. Its tools that had started (and so may
+    have had effects) are in *started_tools*, each answered by a ``ToolResult``
+    event (running ones cancelled with ``streaming_fallback``); the others never
+    ran. A :class:`Transition` with *reason* follows: the call is made again.
+
+    Attributes:
+        reason: why the attempt was discarded (the transition that follows).
+        model_call: the number of the discarded model call in this turn (1 for the
+            first call; every call counts, retries included).
+        error: the failure that discarded it, if any (none for an escalation).
+        started_tools: the attempt's tools that had started.
+    """
+
+    reason: TransitionReason
+    model_call: int
+    error: Exception | None = None
+    started_tools: tuple[ToolUseBlock, ...] = ()
+
+
+@attrs.frozen
+class Stall:
+    """No content event came for *duration* seconds (pings do not count).
+
+    Sent when the stream resumes (or fails); *count* is the stalls of this model
+    call so far. With ``max_stalls``, the call is aborted and retried at the limit.
+    """
+
+    duration: float
+    model_call: int
+    count: int
+
+
+@attrs.frozen
 class Compacted:
     """The compactor replaced the history; *messages* is the new history."""
 
@@ -156,6 +210,9 @@ class TurnEnd:
         message: a short human-readable explanation, when there is one.
         abort_reason: for aborted turns, the cancel reason (``user_interrupted``,
             ``interrupt`` or ``permission_rejected``).
+        context: the tools' shared context after the turn (as the context
+            modifiers of its non-safe tools left it); pass it as ``context=`` to
+            the next turn.
     """
 
     reason: TurnEndReason
@@ -165,6 +222,7 @@ class TurnEnd:
     error: Exception | None = None
     message: str | None = None
     abort_reason: AbortReason | None = None
+    context: Any = None
 
 
 def _messages(value: Sequence[Message]) -> tuple[Message, ...]:
@@ -178,7 +236,11 @@ class State:
     Attributes:
         messages: the history so far (the request's messages).
         model: the model of the next call.
-        max_tokens: the caller's ``max_tokens``.
+        max_tokens: the caller's ``max_tokens`` (or the default).
+        default_max_tokens: the caller left ``max_tokens`` at its default, so it
+            may be escalated (up to the model's output cap).
+        output_cap: the model's output-token cap when known (or the caller's
+            override), else None: no escalation past ``max_tokens``.
         turn_count: model turns started (1 for the first call).
         max_tokens_override: ``max_tokens`` after an escalation, else None.
         max_output_tokens_recovery_count: "continue" messages sent in this turn.
@@ -187,6 +249,16 @@ class State:
         has_fallen_back: the fallback model is in use.
         dropped_started: the tools that had started in the attempts dropped since
             the last successful call (overloaded retries); a fallback reports them.
+        call_retries: streamed retries of the current call after mid-stream failures.
+        non_streaming: the next call is the last-resort non-streaming request.
+        strip_thinking_before: thinking blocks of the first this many messages are
+            left out of requests (they were signed by the primary model, before a
+            fallback).
+        stop_hook_active: a stop hook has blocked in this turn (the model is going on
+            because of one); hooks receive it.
+        stop_hook_blocks: how many times the stop hooks blocked in this turn.
+        budget_continuations: token-budget continuations sent in this turn.
+        context: the tools' shared context (carried across calls and turns).
         paused: the answer that stopped with ``pause_turn``; it is sent as the last
             (assistant) message of the next request and merged with the
             continuation, so two assistant messages never follow each other.
@@ -197,6 +269,8 @@ class State:
     messages: tuple[Message, ...] = attrs.field(converter=_messages)
     model: str
     max_tokens: int
+    default_max_tokens: bool = False
+    output_cap: int | None = None
     turn_count: int = 1
     max_tokens_override: int | None = None
     max_output_tokens_recovery_count: int = 0
@@ -204,6 +278,13 @@ class State:
     consecutive_overloaded: int = 0
     has_fallen_back: bool = False
     dropped_started: tuple[ToolUseBlock, ...] = ()
+    call_retries: int = 0
+    non_streaming: bool = False
+    strip_thinking_before: int = 0
+    stop_hook_active: bool = False
+    stop_hook_blocks: int = 0
+    budget_continuations: int = 0
+    context: Any = None
     paused: AssistantMessage | None = None
     usage: Usage = attrs.field(factory=Usage)
     transition: Transition | None = None
@@ -225,6 +306,8 @@ QueryEvent: TypeAlias = (
     | ToolFinished
     | ToolResult
     | Compacted
+    | AttemptDiscarded
+    | Stall
     | ModelFallback
     | Transition
     | TurnEnd

@@ -11,9 +11,12 @@ from ._accumulate import MessageAccumulator as MessageAccumulator
 from ._accumulate import StreamLimits as StreamLimits
 from ._anthropic import DEFAULT_BASE_URL as DEFAULT_BASE_URL
 from ._anthropic import AnthropicClient as AnthropicClient
+from ._errors_http import RETRYABLE_ERROR_TYPES as RETRYABLE_ERROR_TYPES
 from ._openai import OPENAI_BASE_URL as OPENAI_BASE_URL
 from ._openai import OpenAIClient as OpenAIClient
 from ._protocol import ModelClient as ModelClient
+from ._protocol import RecoverableModelClient as RecoverableModelClient
+from ._protocol import RetryObserver as RetryObserver
 from ._retry import RetryPolicy as RetryPolicy
 from ._sse import SSEParser as SSEParser
 from ._stream import StreamEvent as StreamEvent

@@ -34,6 +34,7 @@ from httpx_sse import EventSource, aconnect_sse
 
 from .._exceptions import (
     APIConnectionError,
+    APIError,
     APIStatusError,
     APITimeoutError,
     StreamIdleTimeoutError,
@@ -45,6 +46,7 @@ from .._messages import AssistantMessage, UserMessage
 from .._tools import Tool
 from ._accumulate import MessageAccumulator, StreamLimits
 from ._errors_http import RETRYABLE_ERROR_TYPES, error_from_response
+from ._protocol import RetryObserver
 from ._retry import RetryPolicy
 from ._sse import ResponseReader, SSEParser
 from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics
@@ -60,6 +62,8 @@ ANTHROPIC_VERSION = "2023-06-01"
 _MAX_ERROR_BODY = 1024 * 1024
 #: How long closing a response may take when the stream was cancelled.
 _CLOSE_TIMEOUT = 5.0
+#: How long one non-streaming request (:meth:`AnthropicClient.create`) may take.
+_CREATE_TIMEOUT = 600.0
 _CONTENT_EVENTS = frozenset({"content_block_start", "content_block_delta", "content_block_stop"})
 
 
@@ -80,7 +84,9 @@ def _tool_param(tool: Any) -> dict[str, Any]:
 
 
 def _retryable(exc: Exception, policy: RetryPolicy) -> bool:
-    if isinstance(exc, (APIConnectionError, StreamIdleTimeoutError)):
+    # A read error or a body cut before any content (StreamTruncatedError) is as
+    # harmless to retry as a connection error before the headers.
+    if isinstance(exc, (APIConnectionError, StreamIdleTimeoutError, StreamTruncatedError)):
         return True
     if isinstance(exc, APIStatusError):
         if exc.status_code is None:  # an in-stream error event
@@ -184,6 +190,7 @@ class AnthropicClient:
         max_tokens: int,
         system: str | Sequence[Mapping[str, Any]] | None = None,
         tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        on_retry: RetryObserver | None = None,
         **params: Any,
     ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]:
         """Stream one answer: ``async with client.stream(...) as items:``.
@@ -191,6 +198,9 @@ class AnthropicClient:
         Yields every :class:`StreamEvent` as it arrives; at each ``content_block_stop``
         an :class:`AssistantMessage` holding just the finished block; and last a
         :class:`StreamResult` with the whole message, TTFT and statistics.
+
+        *on_retry* is called with the error before each retry; when it returns
+        False the error is raised instead.
 
         Raises:
             APIStatusError: an HTTP error or in-stream ``error`` event (typed by status
@@ -209,7 +219,102 @@ class AnthropicClient:
             tools=tools,
             **params,
         )
-        return _open_stream(self, self._headers(), body, self._http_client)
+        return _open_stream(self, self._headers(), body, self._http_client, on_retry)
+
+    async def create(
+        self,
+        *,
+        model: str,
+        messages: Sequence[UserMessage | AssistantMessage | Mapping[str, Any]],
+        max_tokens: int,
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        on_retry: RetryObserver | None = None,
+        **params: Any,
+    ) -> StreamResult:
+        """One non-streaming request (``stream: false``): the whole answer at once.
+
+        The loop's last resort after streamed attempts failed mid-stream (as Claude
+        Code's non-streaming fallback). Retried like :meth:`stream`; the result has
+        no TTFT and only the ``retries`` statistic.
+
+        Raises:
+            APIStatusError: an HTTP error, after the retries the policy allows.
+            APIConnectionError: no response, after the retries.
+            APITimeoutError: no answer within 600 s.
+            StreamProtocolError: the body is not a Messages API message.
+        """
+        body = self.build_request_body(
+            model=model,
+            messages=messages,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            **params,
+        )
+        body["stream"] = False
+        async with contextlib.AsyncExitStack() as stack:
+            http = self._http_client
+            if http is None:
+                http = await stack.enter_async_context(
+                    httpx.AsyncClient(timeout=httpx.Timeout(None, connect=self.connect_timeout))
+                )
+            retries = 0
+            while True:
+                try:
+                    return await self._create_once(http, body, retries)
+                except APIError as exc:
+                    if (
+                        retries >= self.retry.max_retries
+                        or not _retryable(exc, self.retry)
+                        or (on_retry is not None and not on_retry(exc))
+                    ):
+                        raise
+                    headers = exc.headers if isinstance(exc, APIStatusError) else None
+                    delay = self.retry.delay(retries, headers)
+                    retries += 1
+                    logger.info("non-streaming retry %d in %.3fs after %r", retries, delay, exc)
+                    await trio.sleep(delay)
+
+    async def _create_once(
+        self, http: httpx.AsyncClient, body: dict[str, Any], retries: int
+    ) -> StreamResult:
+        response: httpx.Response | None = None
+        with trio.move_on_after(_CREATE_TIMEOUT):
+            try:
+                response = await http.post(
+                    f"{self.base_url}/v1/messages", json=body, headers=self._headers()
+                )
+            except httpx.TimeoutException as exc:
+                raise APITimeoutError(f"request timed out: {type(exc).__name__}") from exc
+            except httpx.TransportError as exc:
+                raise APIConnectionError(f"connection failed: {type(exc).__name__}: {exc}") from exc
+        if response is None:
+            raise APITimeoutError(f"no answer within {_CREATE_TIMEOUT}s")
+        request_id = response.headers.get("request-id")
+        if not response.is_success:
+            raise error_from_response(
+                response.status_code,
+                response.content[:_MAX_ERROR_BODY],
+                headers=dict(response.headers),
+                request_id=request_id,
+            )
+        try:
+            data = response.json()
+            if not isinstance(data, dict) or data.get("type") != "message":
+                raise ValueError("not a message object")
+            message = AssistantMessage.from_api(data)
+        except (ValueError, TypeError, KeyError, AttributeError, StreamProtocolError) as exc:
+            raise StreamProtocolError(
+                f"the non-streaming answer is not a message: {excerpt(response.content)}"
+                + (f" (request id {request_id})" if request_id else "")
+            ) from exc
+        return StreamResult(
+            message=message,
+            ttft=None,
+            statistics=StreamStatistics(retries=retries),
+            request_id=request_id,
+        )
 
 
 @contextlib.asynccontextmanager
@@ -218,6 +323,7 @@ async def _open_stream(
     headers: dict[str, str],
     body: dict[str, Any],
     http: httpx.AsyncClient | None,
+    on_retry: RetryObserver | None = None,
 ) -> AsyncGenerator[trio.abc.ReceiveChannel[StreamItem], None]:
     """The stream's channel; leaving the block closes whatever response is open."""
     async with contextlib.AsyncExitStack() as stack:
@@ -225,7 +331,7 @@ async def _open_stream(
             http = await stack.enter_async_context(
                 httpx.AsyncClient(timeout=httpx.Timeout(None, connect=client.connect_timeout))
             )
-        items = _ItemStream(client, headers, http, body)
+        items = _ItemStream(client, headers, http, body, on_retry)
         stack.push_async_callback(items.aclose)
         yield items
 
@@ -249,8 +355,10 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
         headers: dict[str, str],
         http: httpx.AsyncClient,
         body: dict[str, Any],
+        on_retry: RetryObserver | None = None,
     ) -> None:
         self._client = client
+        self._on_retry = on_retry
         self._headers = headers
         self._http = http
         self._body = body
@@ -314,6 +422,7 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
                     or attempt.handed_out
                     or self._retries >= client.retry.max_retries
                     or not _retryable(exc, client.retry)
+                    or (self._on_retry is not None and not self._on_retry(exc))
                 ):
                     self._finished = True
                     raise

@@ -78,7 +78,8 @@ class Session:
         transcript_path: a JSONL file the history is appended to as each message
             completes (fsynced at the end of each turn); ``None`` for no transcript.
         can_use_tool: the permission callback (e.g. ``PermissionRules.default()``).
-        max_tokens: output tokens per model call.
+        max_tokens: output tokens per model call; unset, the default that
+            ``query`` escalates on ``max_tokens`` (up to the model's output cap).
         fallback_model: the model to switch to after repeated overload errors.
         max_turns: model calls per submitted prompt, at most.
         stop_hooks: run when the model ends an answer; one may make it go on
@@ -87,6 +88,13 @@ class Session:
         max_tool_concurrency: at most this many tools at once.
         params: more Messages API parameters (``temperature``, ``thinking``...).
         messages: the history to start from (see :meth:`resume`).
+        context: the tools' shared context (``ctx.context``); the session keeps
+            what the context modifiers of each turn's non-safe tools make of it.
+        token_budget: an output-token budget per submitted prompt (see ``query``).
+        output_token_cap: the model's output-token cap (see ``query``).
+        max_stalls: abort and retry a model call after this many stalls.
+        auto_compact: with a *compactor*, compact when a request's input passed this
+            fraction of the context window (see ``query``).
     """
 
     client: ModelClient
@@ -95,13 +103,18 @@ class Session:
     system: Any = attrs.field(default=None, kw_only=True)
     transcript_path: str | os.PathLike[str] | None = attrs.field(default=None, kw_only=True)
     can_use_tool: CanUseTool | None = attrs.field(default=None, kw_only=True)
-    max_tokens: int = attrs.field(default=8192, kw_only=True)
+    max_tokens: int | None = attrs.field(default=None, kw_only=True)
     fallback_model: str | None = attrs.field(default=None, kw_only=True)
     max_turns: int | None = attrs.field(default=None, kw_only=True)
     stop_hooks: Sequence[StopHook] = attrs.field(default=(), kw_only=True, converter=_hooks)
     compactor: Compactor | None = attrs.field(default=None, kw_only=True)
     max_tool_concurrency: int = attrs.field(default=10, kw_only=True)
     params: Mapping[str, Any] = attrs.field(factory=dict[str, Any], kw_only=True)
+    context: Any = attrs.field(default=None, kw_only=True)
+    token_budget: int | None = attrs.field(default=None, kw_only=True)
+    output_token_cap: int | None = attrs.field(default=None, kw_only=True)
+    max_stalls: int | None = attrs.field(default=None, kw_only=True)
+    auto_compact: float | None = attrs.field(default=None, kw_only=True)
     _messages: list[Message] = attrs.field(factory=list[Message], kw_only=True, alias="messages")
     _usage: Usage = attrs.field(factory=Usage, init=False)
     _turn_usage: Usage = attrs.field(factory=Usage, init=False)
@@ -269,6 +282,11 @@ class Session:
                 compactor=self.compactor,
                 max_tool_concurrency=self.max_tool_concurrency,
                 control=control,
+                context=self.context,
+                token_budget=self.token_budget,
+                output_token_cap=self.output_token_cap,
+                max_stalls=self.max_stalls,
+                auto_compact=self.auto_compact,
                 **self.params,
             ) as events,
             _observed(events, self._on_event) as observed,
@@ -285,6 +303,7 @@ class Session:
             self._replace(event.messages)
         elif isinstance(event, TurnEnd):
             self._turn_usage = event.usage  # every call, dropped attempts included
+            self.context = event.context
             final = list(event.messages)
             if final != self._messages:  # pragma: no cover - the loop's events tell it all
                 self._replace(final)

@@ -108,7 +108,9 @@ class ScriptedModel:
             ...
         assert model.requests[0].body["stream"] is True
 
-    A request after the script is exhausted gets a 500 error (with
+    A non-streaming request (``"stream": false``) gets the answer's message as one
+    JSON body (its faults do not apply). A request after the script is exhausted
+    gets a 500 error (with
     ``x-should-retry: false``) that says so.
 
     ``protocol="openai-responses"`` or ``"openai-chat"`` streams the same answers as
@@ -235,6 +237,19 @@ class ScriptedModel:
                 headers=headers_out,
                 plan=StreamPlan(chunks=answer.chunks, disconnect=answer.disconnect),
                 delay=answer.delay,
+            )
+        if (
+            isinstance(self.requests[-1].body, dict)
+            and self.requests[-1].body.get("stream") is False
+        ):
+            # A non-streaming request (``stream: false``): the whole message as JSON;
+            # stream faults do not apply.
+            headers_out = _merge_headers(
+                {"content-type": "application/json", "request-id": request_id}, answer.headers
+            )
+            content = json.dumps(answer.message.to_api(), ensure_ascii=False).encode()
+            return ScriptedResponse(
+                status=200, headers=headers_out, plan=StreamPlan(chunks=((0.0, content),))
             )
         headers_out = _merge_headers(
             {
