@@ -131,7 +131,15 @@ def resolve_beneath(ws: Workspace, path: str, *, create_dirs: bool = False) -> G
                 links += 1
                 if links > MAX_LINKS:
                     raise WorkspaceError(f"too many symlinks in {path!r}")
-                target = os.readlink(comp, dir_fd=stack[-1])
+                try:
+                    target = os.readlink(comp, dir_fd=stack[-1])
+                except OSError as exc:
+                    if exc.errno not in (errno.EINVAL, errno.ENOENT):
+                        raise
+                    if links > MAX_LINKS:
+                        raise WorkspaceError(f"{path!r} keeps changing") from None
+                    todo.insert(0, comp)  # not a symlink any more: look again
+                    continue
                 if os.path.isabs(target):
                     while len(stack) > 1:
                         os.close(stack.pop())
