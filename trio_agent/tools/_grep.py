@@ -115,11 +115,11 @@ def _batches(ws: Workspace, path: str, glob: str | None) -> Generator[Batch]:
                     os.close(batch.pop()[0])
                     continue
                 if len(batch) >= BATCH:
-                    yield batch
-                    batch = []
+                    full, batch = batch, []  # the caller owns (and closes) these now
+                    yield full
             if batch:
-                yield batch
-                batch = []
+                full, batch = batch, []
+                yield full
         finally:
             for fd, _ in batch:
                 os.close(fd)
