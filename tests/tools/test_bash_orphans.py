@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import pathlib
 import shlex
+import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -188,3 +190,50 @@ def test_runner_keeps_exit_codes_signals_and_sigpipe(tmp_path: pathlib.Path) -> 
         assert str(out.content) == "y\ny\n141\n"
 
     trio.run(main)
+
+
+_AGENT = """
+import sys, trio
+from trio_agent import ToolContext
+from trio_agent.tools import Bash, Workspace
+
+async def main():
+    bash = Bash(Workspace(sys.argv[1]), timeout=120)
+    report = lambda line: print(line, flush=True)
+    await bash.run({"command": sys.argv[2]}, ToolContext("t", "Bash", report=report))
+
+trio.run(main)
+"""
+
+
+@settings(max_examples=3, deadline=None)
+@given(names=st.lists(st.sampled_from(sorted(ESCAPES)), min_size=1, max_size=3))
+def test_no_escaper_survives_the_agent_being_killed(
+    tmp_path_factory: pytest.TempPathFactory, names: list[str]
+) -> None:
+    # The agent's own process gets SIGKILL mid-command: the runner notices
+    # (PR_SET_PDEATHSIG) and still kills and reaps every descendant.
+    ws = tmp_path_factory.mktemp("ws")
+    agent = subprocess.Popen(
+        [sys.executable, "-c", _AGENT, str(ws), _script(names, "echo ready; sleep 300")],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert agent.stdout is not None
+    lines: list[str] = []
+    with no_leaks(adopt_orphans=True, grace=10.0):
+        while (line := agent.stdout.readline().rstrip("\n")) != "ready":
+            assert line, lines  # the agent must not end before the command is ready
+            lines.append(line)
+        pids = _pids(lines)
+        assert len(pids) == len(names)
+        assert all(_exists(pid) for pid in pids)
+        agent.kill()
+        agent.wait()
+        agent.stdout.close()
+        for _ in range(1000):  # the runner sweeps asynchronously; at most ~10 s
+            if not any(_exists(pid) for pid in pids):
+                break
+            time.sleep(0.01)
+    assert [pid for pid in pids if _exists(pid)] == []

@@ -163,7 +163,8 @@ def command_line(command: str) -> list[str]:
     """The argv that runs *command*: under the subreaper runner on Linux, bash alone
     elsewhere."""
     if sys.platform == "linux" and sys.executable and REAPER.is_file():
-        return [sys.executable, "-I", "-S", str(REAPER), str(KILL_GRACE), BASH, "-c", command]
+        runner = [sys.executable, "-I", "-S", str(REAPER), str(KILL_GRACE), str(os.getpid())]
+        return [*runner, BASH, "-c", command]
     return [BASH, "-c", command]
 
 

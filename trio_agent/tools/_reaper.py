@@ -1,6 +1,6 @@
 """The Bash tool's runner on Linux: a child subreaper that leaves no descendant behind.
 
-Run as a script (``python -I -S _reaper.py GRACE BASH -c COMMAND``), with the standard
+Run as a script (``python -I -S _reaper.py GRACE PARENT BASH -c COMMAND``), with the standard
 library only, so that it starts in a few milliseconds. It makes itself a child
 subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``): every descendant that loses its parent
 (a double fork, ``setsid``, ``set -m`` job control, ``nohup``, ``disown``) is
@@ -9,7 +9,8 @@ SIGTERM (the tool is stopping: it then gives bash *GRACE* seconds), it SIGKILLs 
 child it has, reaps one, and starts over, until it has no child left; then it exits
 with bash's status (a signal is re-raised on itself). What a descendant cannot escape
 is its ancestry: the only way out of the sweep is to kill the runner first with
-SIGKILL, which the tool does only after the runner had its time.
+SIGKILL, which the tool does only after the runner had its time. If the agent's
+process (PARENT) dies, the runner gets SIGTERM (``PR_SET_PDEATHSIG``) and sweeps too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import signal
 import sys
 import time
 
+_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -34,12 +36,20 @@ def _on_term(signum: int, frame: object) -> None:
     raise _Stop
 
 
-def become_subreaper() -> None:
-    """Make this process a child subreaper (Linux 3.4+); OSError if it cannot."""
+def _prctl(option: int, value: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+    if libc.prctl(option, value, 0, 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
+
+
+def become_subreaper(parent: int) -> None:
+    """Make this process a child subreaper (Linux 3.4+) that gets SIGTERM when
+    *parent* dies; OSError if it cannot."""
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # it died before the line above
+        raise _Stop
 
 
 def children(pid: int) -> list[int]:
@@ -95,15 +105,15 @@ def wait_for(bash: int, grace: float | None) -> int | None:
 
 
 def main(argv: list[str]) -> int:
-    grace = float(argv[1])
+    grace, parent = float(argv[1]), int(argv[2])
     signal.signal(signal.SIGTERM, _on_term)
-    become_subreaper()
     status: int | None = None
     bash = -1
     try:
+        become_subreaper(parent)
         # As subprocess does: the signals Python ignores are default again for bash.
         bash = os.posix_spawn(
-            argv[2], argv[2:], os.environ, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ)
+            argv[3], argv[3:], os.environ, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ)
         )
         status = wait_for(bash, None)
     except _Stop:
