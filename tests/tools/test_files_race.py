@@ -19,8 +19,9 @@ from trio_agent import ToolContext, ToolOutput
 from trio_agent.tools import Edit, Glob, Grep, Read, Workspace, Write
 
 SECRET = "SECRET-outside"
-#: Calls of each tool while the swapper runs.
-ROUNDS = 300
+#: Calls of each tool while the swapper runs, then of Read and Edit alone.
+ROUNDS = 100
+READS = 500
 
 
 @pytest.fixture
@@ -151,6 +152,7 @@ def _swapping(root: pathlib.Path, outside: pathlib.Path) -> Iterator[None]:
         assert proc.stdout is not None
         assert proc.stdout.readline() == b"swapping\n"  # it runs
         yield
+        assert proc.poll() is None, "the swapper stopped early"  # it ran all along
     finally:
         proc.kill()
         proc.wait()
@@ -176,11 +178,17 @@ def test_hammered_swaps_never_read_or_write_outside(
         for _ in range(ROUNDS):
             for name, (_, input) in TOOLS.items():
                 outputs[name].append(await _call(tools[name], input))
+        # Then the cheap ones alone, many times: the window of a check-then-use race
+        # is short, and a run of Reads hits it often (the old path-based code leaked
+        # here about once in a hundred reads).
+        for _ in range(READS):
+            for name in ("Read", "Edit"):
+                outputs[name].append(await _call(tools[name], TOOLS[name][1]))
 
     with _swapping(ws.root, outside):
         trio.run(main)
     for name, outs in outputs.items():
-        assert len(outs) == ROUNDS, name
+        assert len(outs) == ROUNDS + (READS if name in ("Read", "Edit") else 0), name
         for out in outs:
             assert SECRET not in str(out.content), (name, out)
             assert "only_outside" not in str(out.content), (name, out)
