@@ -167,7 +167,7 @@ ROWS: list[tuple[str, str, list[str]]] = [
         "S2",
         "workspace confinement (.., absolute, symlink out, NUL)",
         [
-            "tests/test_security.py::test_file_tools_never_touch_anything_outside",
+            "tests/tools/test_file_tools_confinement.py::test_file_tools_never_touch_anything_outside",
             "tests/tools/test_builtin_workspace.py::test_rejected",
             "tests/tools/test_builtin_workspace.py::test_symlink_escapes",
             "tests/tools/test_builtin_files.py::test_write_escapes_have_no_side_effect",
@@ -247,6 +247,61 @@ ROWS: list[tuple[str, str, list[str]]] = [
         "R6",
         "any fault at any event of any call: valid history, every tool_use answered once",
         ["tests/loop/test_recovery_property.py"],
+    ),
+    (
+        "S5",
+        "WebFetch SSRF: loopback/private/link-local/multicast in any spelling, redirect hops, DNS rebinding",
+        [
+            "tests/tools/test_webfetch_ssrf.py::test_every_spelling_of_the_local_server_is_refused_and_never_reached",
+            "tests/tools/test_webfetch_ssrf.py::test_private_link_local_multicast_in_any_spelling_are_refused",
+            "tests/tools/test_webfetch_ssrf.py::test_ipv6_forms_of_an_ipv4_address_are_judged_as_that_address",
+            "tests/tools/test_webfetch_ssrf.py::test_redirect_to_a_private_address_is_refused_on_that_hop",
+            "tests/tools/test_webfetch_ssrf.py::test_a_client_you_pass_still_gets_every_hop_checked",
+            "tests/tools/test_webfetch_ssrf.py::test_dns_rebinding_cannot_switch_the_address_after_the_check",
+            "tests/tools/test_webfetch_ssrf.py::test_every_answer_of_a_lookup_is_checked",
+        ],
+    ),
+    (
+        "S6",
+        "Bash orphans: setsid, set -m, double fork, daemon, SIGTERM ignored; after return, timeout, cancellation, agent killed",
+        [
+            "tests/tools/test_bash_orphans.py::test_no_escaper_survives_the_tools_return",
+            "tests/tools/test_bash_orphans.py::test_no_escaper_survives_a_timeout",
+            "tests/tools/test_bash_orphans.py::test_no_escaper_survives_cancellation",
+            "tests/tools/test_bash_orphans.py::test_no_escaper_survives_the_agent_being_killed",
+            "tests/tools/test_bash_orphans.py::test_runner_keeps_exit_codes_signals_and_sigpipe",
+        ],
+    ),
+    (
+        "S7",
+        "file races: directory swapped for a symlink between check and use / hammered; FIFO swapped in",
+        [
+            "tests/tools/test_files_race.py::test_directory_swapped_between_check_and_use",
+            "tests/tools/test_files_race.py::test_file_swapped_for_a_fifo_after_the_check_does_not_block",
+            "tests/tools/test_files_race.py::test_hammered_swaps_never_read_or_write_outside",
+        ],
+    ),
+    (
+        "S8",
+        "Grep/Glob: ripgrep killed on cancellation, catastrophic regex, Glob cancelled per directory",
+        [
+            "tests/tools/test_search_cancel.py::test_cancellation_kills_ripgrep_at_once",
+            "tests/tools/test_search_cancel.py::test_a_catastrophic_pattern_for_backtracking_is_linear",
+            "tests/tools/test_search_cancel.py::test_glob_checks_for_cancellation_in_every_directory",
+            "tests/tools/test_search_cancel.py::test_glob_with_many_double_stars_is_not_exponential",
+        ],
+    ),
+    (
+        "S9",
+        "rule parsing: Bash(prefix*) needs every simple command allowed; unparseable asked; resolved file paths",
+        [
+            "tests/loop/test_rules_mean_it.py::test_an_allowed_prefix_does_not_allow_what_follows",
+            "tests/loop/test_rules_mean_it.py::test_allowed_iff_every_simple_command_is",
+            "tests/loop/test_rules_mean_it.py::test_a_command_that_does_not_parse_is_asked",
+            "tests/loop/test_rules_mean_it.py::test_the_attack_never_runs_through_the_real_gate",
+            "tests/loop/test_rules_mean_it.py::test_file_rules_match_every_spelling_of_the_path",
+            "tests/loop/test_rules_mean_it.py::test_file_allow_rules_match_only_the_resolved_path",
+        ],
     ),
     ("L", "the leak helper finds each kind of leak", ["tests/testing/test_leaks.py"]),
 ]

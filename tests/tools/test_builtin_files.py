@@ -331,7 +331,7 @@ async def test_fifo_is_refused_without_blocking(ws):
 async def test_failed_write_leaves_no_temp_file(ws, monkeypatch):
     (ws.root / "keep.txt").write_text("old")
 
-    def fail(src, dst):
+    def fail(src, dst, **kw):
         raise OSError("disk on fire")
 
     monkeypatch.setattr(_files.os, "replace", fail)
@@ -345,15 +345,15 @@ async def test_failed_write_leaves_no_temp_file(ws, monkeypatch):
 async def test_write_rechecks_the_parent_after_making_it(tmp_path, ws, outside, monkeypatch):
     # A directory swapped for a symlink to outside between resolve() and the write
     # (a race) must not be written through.
-    real_mkdir = pathlib.Path.mkdir
+    real_mkdir = os.mkdir
 
-    def racing_mkdir(self, *args, **kwargs):
-        real_mkdir(self, *args, **kwargs)
-        if self.name == "sub":
-            self.rmdir()
-            self.symlink_to(outside)
+    def racing_mkdir(path, *args, dir_fd=None, **kwargs):
+        real_mkdir(path, *args, dir_fd=dir_fd, **kwargs)
+        if path == "sub":
+            os.rmdir(path, dir_fd=dir_fd)
+            os.symlink(outside, path, dir_fd=dir_fd)
 
-    monkeypatch.setattr(pathlib.Path, "mkdir", racing_mkdir)
+    monkeypatch.setattr(os, "mkdir", racing_mkdir)
     out = await call(Write(ws), {"path": "sub/new.txt", "content": "x"})
     assert out.is_error
     assert "outside the workspace" in str(out.content)

@@ -64,7 +64,7 @@ async def call(tool: Tool, url: str) -> ToolOutput:
 
 
 async def test_text_page(base_url):
-    out = await call(WebFetch(), f"{base_url}/text")
+    out = await call(WebFetch(allow_private=True), f"{base_url}/text")
     assert not out.is_error
     assert out.content == (
         f"URL: {base_url}/text\nStatus: 200 OK\n"
@@ -73,17 +73,17 @@ async def test_text_page(base_url):
 
 
 async def test_charset_json_and_redirect(base_url):
-    out = await call(WebFetch(), f"{base_url}/latin")
+    out = await call(WebFetch(allow_private=True), f"{base_url}/latin")
     assert str(out.content).endswith("<p>café</p>")
-    out = await call(WebFetch(), f"{base_url}/json")
+    out = await call(WebFetch(allow_private=True), f"{base_url}/json")
     assert str(out.content).endswith('{"ok": true}')
-    out = await call(WebFetch(), f"{base_url}/redirect")
+    out = await call(WebFetch(allow_private=True), f"{base_url}/redirect")
     assert not out.is_error
     assert str(out.content).startswith(f"URL: {base_url}/text\nStatus: 200 OK")
 
 
 async def test_body_is_truncated(base_url):
-    out = await call(WebFetch(max_bytes=1000), f"{base_url}/big")
+    out = await call(WebFetch(max_bytes=1000, allow_private=True), f"{base_url}/big")
     assert not out.is_error
     body = str(out.content).split("\n\n", 1)[1]
     assert body == "x" * 1000 + "\n[truncated: only the first 1000 bytes were read]"
@@ -91,16 +91,16 @@ async def test_body_is_truncated(base_url):
 
 
 async def test_binary_is_not_shown(base_url):
-    out = await call(WebFetch(), f"{base_url}/binary")
+    out = await call(WebFetch(allow_private=True), f"{base_url}/binary")
     assert not out.is_error
     assert str(out.content).endswith("[binary content, 70 bytes, not shown]")
-    out = await call(WebFetch(max_bytes=10), f"{base_url}/binary")
+    out = await call(WebFetch(max_bytes=10, allow_private=True), f"{base_url}/binary")
     assert str(out.content).endswith("[binary content, more than 10 bytes, not shown]")
 
 
 async def test_not_found_is_an_error_result(base_url):
     async with httpx.AsyncClient() as client:
-        out = await call(WebFetch(http_client=client), f"{base_url}/missing")
+        out = await call(WebFetch(http_client=client, allow_private=True), f"{base_url}/missing")
         assert not client.is_closed  # a client given by the caller stays open
     assert out.is_error
     assert "Status: 404 Not Found" in str(out.content)
@@ -111,7 +111,7 @@ async def test_connection_refused_is_an_error_result():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound but not listening: refused
-        out = await call(WebFetch(), f"http://127.0.0.1:{port}/")
+        out = await call(WebFetch(allow_private=True), f"http://127.0.0.1:{port}/")
     assert out.is_error
     assert "ConnectError" in str(out.content)
 

@@ -8,9 +8,26 @@ A rule is a tool name (``"Read"``) or a tool name with a pattern
 pattern rule never matches a call that has no such argument; ``Name(*)`` is
 the same as ``Name`` except for that.
 
+Rules mean what they say:
+
+- **Bash**: the command is split into the simple commands it would run
+  (tree-sitter-bash, see :mod:`._shell`: ``;``, ``&&``, ``||``, ``|``, subshells,
+  ``$(...)``, backticks, process substitution, function bodies...). ``Bash(prefix*)``
+  allows a command only if *every* simple command in it matches an allow rule, so
+  ``Bash(git status*)`` does not allow ``git status; touch pwned``. A deny or ask
+  rule applies if it matches the whole command or any simple command in it. A
+  command that does not parse is asked about, never allowed by a pattern.
+- **Files** (the argument is ``path`` or ``file_path``): the path is resolved against
+  *root* (symlinks included) and matched as the workspace-relative path and as the
+  absolute real path, so ``./.env``, ``/abs/root/.env`` and a symlink to ``.env``
+  all match ``Read(.env)``. Deny and ask rules also match the path as given; allow
+  rules only the resolved one (``src/../.env`` is not allowed by ``Read(src/*)``).
+
 Precedence: a matching ``deny`` rule wins, then ``ask``, then ``allow``; a call that
-no rule matches is asked. Asking awaits ``ask_callback(tool, input, ctx)``; with no
-callback, asking denies (nobody can say yes).
+no rule matches is asked, and so is a call of a tool no rule names (a tool the
+executor does not know never runs at all). Asking awaits
+``ask_callback(tool, input, ctx)``; with no callback, asking denies (nobody can say
+yes).
 
 Example::
 
@@ -28,6 +45,7 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+import os
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -38,12 +56,15 @@ import trio
 from .._exceptions import TrioAgentError
 from .._permissions import Allow, Deny, PermissionDecision
 from .._tools import Tool, ToolContext
+from ._shell import simple_commands
 
 __all__ = ["MAIN_ARGUMENT_KEYS", "PermissionRuleError", "PermissionRules", "Rule", "RuleAction"]
 
 #: The input keys whose (string) value a ``Name(pattern)`` rule is matched against,
 #: in order of preference.
 MAIN_ARGUMENT_KEYS: tuple[str, ...] = ("path", "file_path", "command", "url", "pattern")
+#: Keys whose value is a file path (resolved before matching).
+_PATH_KEYS = ("path", "file_path")
 
 _RULE = re.compile(r"^(?P<name>[a-zA-Z0-9_-]{1,128})(?:\((?P<pattern>.*)\))?$", re.DOTALL)
 
@@ -110,6 +131,53 @@ class Rule:
         return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
 
 
+@attrs.frozen
+class _Subject:
+    """What the patterns of one call are matched against.
+
+    ``any_of``: a deny or ask rule applies if it matches one of these. ``every``: a
+    pattern allow rule set allows the call if each item (alternative spellings of one
+    thing) is matched by some allow rule; None: no pattern can allow it.
+    """
+
+    any_of: tuple[str, ...]
+    every: tuple[tuple[str, ...], ...] | None
+
+
+def _main_key(input: Mapping[str, Any]) -> str | None:
+    for key in MAIN_ARGUMENT_KEYS:
+        if isinstance(input.get(key), str):
+            return key
+    return None
+
+
+def _subject(tool_name: str, input: Mapping[str, Any], root: str) -> _Subject:
+    key = _main_key(input)
+    if key is None:
+        return _Subject((), None)
+    value: str = input[key]
+    if key == "command" and tool_name == "Bash":
+        commands = simple_commands(value)
+        if commands is None or not commands:
+            return _Subject((value,), None)
+        return _Subject((value, *commands), tuple((c,) for c in commands))
+    if key in _PATH_KEYS and value and "\0" not in value:
+        real_root = os.path.realpath(root)
+        real = os.path.realpath(os.path.join(real_root, value))
+        spellings = [real]
+        if real == real_root:
+            spellings.insert(0, ".")
+        elif real.startswith(real_root.rstrip(os.sep) + os.sep):
+            spellings.insert(0, os.path.relpath(real, real_root).replace(os.sep, "/"))
+        return _Subject((value, os.path.normpath(value), *spellings), (tuple(spellings),))
+    return _Subject((value,), ((value,),))
+
+
+def _matches(rule: Rule, texts: tuple[str, ...]) -> bool:
+    assert rule.pattern is not None
+    return any(fnmatch.fnmatchcase(text, rule.pattern) for text in texts)
+
+
 def _rules(value: Iterable[str | Rule]) -> tuple[Rule, ...]:
     if isinstance(value, str):
         # A lone string would otherwise be split into one-letter rules.
@@ -127,12 +195,15 @@ class PermissionRules:
         deny: rules whose calls are always denied (the model gets an error result).
         ask_callback: ``async (tool, input, ctx) -> Allow | Deny | Reject``; when None,
             every call that must be asked is denied.
+        root: the directory file paths are resolved against (the workspace root);
+            None: the current directory when the call is decided.
     """
 
     allow: tuple[Rule, ...] = attrs.field(default=(), converter=_rules)
     ask: tuple[Rule, ...] = attrs.field(default=(), converter=_rules)
     deny: tuple[Rule, ...] = attrs.field(default=(), converter=_rules)
     ask_callback: AskCallback | None = attrs.field(default=None, kw_only=True)
+    root: str | os.PathLike[str] | None = attrs.field(default=None, kw_only=True)
 
     @classmethod
     def default(cls, ask_callback: AskCallback | None = None) -> PermissionRules:
@@ -146,17 +217,29 @@ class PermissionRules:
     def decide(self, tool_name: str, input: Mapping[str, Any]) -> tuple[RuleAction, Rule | None]:
         """The action for a call and the rule that decided it (None: no rule matched).
 
-        Pure and synchronous: deny first, then ask, then allow; no match asks.
+        Synchronous: deny first, then ask, then allow; no match asks (see the
+        module for what a pattern is matched against).
         """
-        for action, rules in (
-            (RuleAction.DENY, self.deny),
-            (RuleAction.ASK, self.ask),
-            (RuleAction.ALLOW, self.allow),
-        ):
+        subject = _subject(tool_name, input, os.fspath(self.root or os.getcwd()))
+        for action, rules in ((RuleAction.DENY, self.deny), (RuleAction.ASK, self.ask)):
             for rule in rules:
-                if rule.matches(tool_name, input):
+                if rule.tool == tool_name and (
+                    rule.pattern is None or _matches(rule, subject.any_of)
+                ):
                     return action, rule
-        return RuleAction.ASK, None
+        allow = [rule for rule in self.allow if rule.tool == tool_name]
+        for rule in allow:
+            if rule.pattern is None:
+                return RuleAction.ALLOW, rule
+        if not allow or subject.every is None:
+            return RuleAction.ASK, None
+        deciding: Rule | None = None
+        for spellings in subject.every:
+            rule = next((r for r in allow if _matches(r, spellings)), None)
+            if rule is None:
+                return RuleAction.ASK, None
+            deciding = deciding or rule
+        return RuleAction.ALLOW, deciding
 
     async def __call__(
         self, tool: Tool, input: Mapping[str, Any], ctx: ToolContext

@@ -37,6 +37,7 @@ from ._leaks import no_leaks as no_leaks
 from ._reference import CallOutcome as CallOutcome
 from ._reference import Schedule as Schedule
 from ._reference import reference_schedule as reference_schedule
+from ._run_tool import run_tool as run_tool
 from ._scenario import ScenarioCall as ScenarioCall
 from ._scenario import ScenarioError as ScenarioError
 from ._scenario import ToolScenario as ToolScenario
@@ -113,6 +114,7 @@ __all__ = [
     "render_sse",
     "result_kind",
     "run_scenario",
+    "run_tool",
     "run_tool_calls",
     "run_virtual",
     "scenarios",

@@ -21,11 +21,16 @@ from ._edit import Edit as Edit
 from ._glob import Glob as Glob
 from ._grep import Grep as Grep
 from ._read import Read as Read
+from ._ssrf import AddressPolicy as AddressPolicy
+from ._ssrf import AddressRefused as AddressRefused
+from ._ssrf import guarded_transport as guarded_transport
 from ._webfetch import WebFetch as WebFetch
 from ._workspace import Workspace as Workspace
 from ._write import Write as Write
 
 __all__ = [
+    "AddressPolicy",
+    "AddressRefused",
     "Bash",
     "Edit",
     "Glob",
@@ -35,6 +40,7 @@ __all__ = [
     "Workspace",
     "Write",
     "default_tools",
+    "guarded_transport",
 ]
 
 

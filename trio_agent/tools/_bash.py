@@ -3,7 +3,13 @@
 The command is passed as one argument to ``/bin/bash -c``: the runtime never puts
 it inside another shell string. stdout and stderr are merged and reported line by
 line as progress. Whatever ends the run (exit, timeout, cancellation), the whole
-process group is stopped, SIGTERM then SIGKILL, under a shield: no orphans.
+process group is stopped, SIGTERM then SIGKILL, under a shield.
+
+Nothing outlives the tool. On Linux bash runs under a small runner (``_reaper.py``)
+that is a child subreaper: descendants that leave the process group (``setsid``,
+``set -m``, a double fork) are re-parented to it, and it SIGKILLs and reaps every one
+of them before it exits, which the tool awaits. Elsewhere (macOS, the BSDs) only the
+process group is killed: a descendant that calls ``setsid`` escapes.
 """
 
 from __future__ import annotations
@@ -11,8 +17,10 @@ from __future__ import annotations
 import codecs
 import math
 import os
+import pathlib
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,9 +39,14 @@ SECRET_VARIABLES = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"})
 MAX_TIMEOUT = 600.0
 #: How long SIGTERM has to work before SIGKILL.
 KILL_GRACE = 0.5
-#: How long to wait for the end of output once the group is stopped (a process that
-#: left the group with ``setsid`` may hold the pipe open).
+#: How long the runner may take, after SIGTERM, to give bash KILL_GRACE and kill
+#: and reap every descendant, before the group gets SIGKILL.
+RUNNER_GRACE = 2 * KILL_GRACE + 1.0
+#: How long to wait for the end of output once the group is stopped (without the
+#: runner, a process that left the group with ``setsid`` may hold the pipe open).
 DRAIN_TIMEOUT = 1.0
+#: The subreaper runner (Linux): a stdlib-only script.
+REAPER = pathlib.Path(__file__).with_name("_reaper.py")
 
 _CHUNK = 65536
 
@@ -146,21 +159,32 @@ def _signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
-class _ProcessGroup:
-    """The command's process group (``start_new_session``: its id is bash's pid)."""
+def command_line(command: str) -> list[str]:
+    """The argv that runs *command*: under the subreaper runner on Linux, bash alone
+    elsewhere."""
+    if sys.platform == "linux" and sys.executable and REAPER.is_file():
+        runner = [sys.executable, "-I", "-S", str(REAPER), str(KILL_GRACE), str(os.getpid())]
+        return [*runner, BASH, "-c", command]
+    return [BASH, "-c", command]
 
-    def __init__(self, process: trio.Process) -> None:
+
+class _ProcessGroup:
+    """The command's process group (``start_new_session``: its id is the pid of the
+    process started, the runner or bash)."""
+
+    def __init__(self, process: trio.Process, grace: float) -> None:
         self.process = process
+        self._grace = grace
         self._stopped = False
 
     async def stop(self) -> None:
-        """SIGTERM the group, give bash *KILL_GRACE* to exit, SIGKILL whatever is
-        left, and reap bash. Idempotent: once stopped, the group id is never
+        """SIGTERM the group, give it *grace* seconds to exit, SIGKILL whatever is
+        left, and reap the leader. Idempotent: once stopped, the group id is never
         signalled again (it could be reused)."""
         if not self._stopped:
             pgid = self.process.pid
             if _signal_group(pgid, signal.SIGTERM) and self.process.returncode is None:
-                with trio.move_on_after(KILL_GRACE):
+                with trio.move_on_after(self._grace):
                     await self.process.wait()
             _signal_group(pgid, signal.SIGKILL)
             self._stopped = True
@@ -218,7 +242,9 @@ def Bash(
     Each output line is reported with ``ctx.progress(line)``; the result keeps the
     last *output_limit* characters. Exit 0 gives the output; a non-zero exit, a
     signal or the timeout give an error result with the tail of the output. On any
-    end (cancellation included) the process group gets SIGTERM, then SIGKILL.
+    end (cancellation included) the process group gets SIGTERM, then SIGKILL; on
+    Linux every descendant, even one that left the group, is killed and reaped
+    before the tool returns (see the module).
 
     Bash is not confined to the workspace (only its working directory is): it
     must run only with permission. *env* is the commands' whole environment; by
@@ -237,8 +263,9 @@ def Bash(
         seconds = float(input.get("timeout", timeout))
         output = OutputBuffer(output_limit, ctx.progress)
         try:
+            argv = command_line(command)
             process = await trio.lowlevel.open_process(
-                [BASH, "-c", command],
+                argv,
                 cwd=ws.root,
                 env=_environment(env),
                 stdin=subprocess.DEVNULL,
@@ -250,13 +277,13 @@ def Bash(
             return ToolOutput(f"cannot start bash: {exc}", is_error=True)
         stdout = process.stdout
         assert stdout is not None
-        group = _ProcessGroup(process)
+        group = _ProcessGroup(process, RUNNER_GRACE if argv[0] != BASH else KILL_GRACE)
         try:
             with trio.move_on_after(seconds) as deadline:
                 await _supervise(group, stdout, output)
         finally:
             # Also on cancellation: stopping the group must not be cancelled itself.
-            with trio.move_on_after(KILL_GRACE + DRAIN_TIMEOUT, shield=True):
+            with trio.move_on_after(RUNNER_GRACE + DRAIN_TIMEOUT, shield=True):
                 try:
                     await group.stop()
                 finally:

@@ -29,16 +29,15 @@ _SCHEMA: Mapping[str, Any] = {
 
 
 def _edit(ws: Workspace, input: Mapping[str, Any]) -> str:
-    path = ws.resolve(input["path"])
+    path: str = input["path"]
     old: str = input["old_string"]
     new: str = input["new_string"]
     replace_all: bool = input.get("replace_all", False)
-    shown = ws.display(path)
     if not old:
         raise ToolRefusal("old_string is empty; use Write to create a file")
     if old == new:
         raise ToolRefusal("old_string and new_string are the same; nothing to do")
-    text = read_text_file(ws, path)
+    text, shown = read_text_file(ws, path)
     count = text.count(old)
     if count == 0:
         raise ToolRefusal(f"old_string not found in {shown}")
@@ -47,6 +46,7 @@ def _edit(ws: Workspace, input: Mapping[str, Any]) -> str:
             f"old_string occurs {count} times in {shown}; give more surrounding text to "
             "make it unique, or set replace_all to replace every occurrence"
         )
+    # Written to the name the read resolved to (a symlink inside is followed once).
     atomic_write(ws, path, text.replace(old, new).encode("utf-8"))
     return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {shown}"
 

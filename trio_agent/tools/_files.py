@@ -1,4 +1,5 @@
-"""What the file tools share: refusals as error results, binary detection, atomic writes.
+"""What the file tools share: refusals as error results, binary detection, race-free
+opens and atomic writes (beneath the root, see :mod:`._beneath`).
 
 The tools' work is synchronous (a sync core run in a worker thread); a refusal is
 raised there as :class:`ToolRefusal` and turned into an error result by
@@ -12,12 +13,14 @@ import io
 import os
 import pathlib
 import secrets
-from collections.abc import Callable, Iterator
+import stat
+from collections.abc import Callable, Generator, Iterator
 
 import trio
 
 from .._exceptions import WorkspaceError
 from .._tools import ToolOutput
+from ._beneath import open_regular, resolve_beneath
 from ._workspace import Workspace
 
 __all__ = [
@@ -25,7 +28,9 @@ __all__ = [
     "ToolRefusal",
     "atomic_write",
     "bounded_lines",
+    "describe_os_error",
     "is_binary",
+    "open_text",
     "read_text_file",
     "run_guarded",
 ]
@@ -60,7 +65,7 @@ def is_binary(head: bytes) -> bool:
     return b"\0" in head
 
 
-def _describe_os_error(exc: OSError, ws: Workspace) -> str:
+def describe_os_error(exc: OSError, ws: Workspace) -> str:
     reason = exc.strerror or str(exc) or type(exc).__name__
     if exc.filename is not None:
         return f"{reason}: {ws.display(pathlib.Path(os.fsdecode(exc.filename)))}"
@@ -78,65 +83,88 @@ async def run_guarded(ws: Workspace, work: Callable[[], str]) -> ToolOutput:
     except (ToolRefusal, WorkspaceError) as exc:
         return ToolOutput(str(exc), is_error=True)
     except OSError as exc:
-        return ToolOutput(_describe_os_error(exc, ws), is_error=True)
+        return ToolOutput(describe_os_error(exc, ws), is_error=True)
 
 
-def read_text_file(ws: Workspace, path: pathlib.Path) -> str:
-    """The whole text of a UTF-8 file inside the workspace, for editing.
+@contextlib.contextmanager
+def open_text(
+    ws: Workspace, path: str, *, what: str = ""
+) -> Generator[tuple[io.BufferedReader, str]]:
+    """The regular file *path*, opened for reading race-free beneath the root, and
+    its path for messages.
 
     Raises:
-        ToolRefusal: the file is missing, a directory, binary or not UTF-8.
+        ToolRefusal: the file is missing, a directory or not a regular file (a FIFO,
+            a device, a socket: refused before any open that could block).
     """
-    shown = ws.display(path)
-    if not path.exists():
-        raise ToolRefusal(f"file not found: {shown}")
-    if path.is_dir():
-        raise ToolRefusal(f"{shown} is a directory")
-    if not path.is_file():
-        raise ToolRefusal(f"{shown} is not a regular file")
-    data = path.read_bytes()
+    with resolve_beneath(ws, path) as where:
+        if where.st is None:
+            raise ToolRefusal(f"file not found: {where.shown}")
+        if stat.S_ISDIR(where.st.st_mode):
+            raise ToolRefusal(f"{where.shown} is a directory{what}")
+        try:
+            fd = open_regular(where)
+        except WorkspaceError as exc:
+            raise ToolRefusal(str(exc)) from None
+        with os.fdopen(fd, "rb") as file:
+            yield file, where.shown
+
+
+def read_text_file(ws: Workspace, path: str) -> tuple[str, str]:
+    """The whole text of a UTF-8 file inside the workspace, for editing, and its
+    path for messages.
+
+    Raises:
+        ToolRefusal: the file is missing, a directory, not a regular file, binary or
+            not UTF-8.
+    """
+    with open_text(ws, path) as (file, shown):
+        data = file.read()
     if is_binary(data[:SNIFF_BYTES]):
         raise ToolRefusal(f"{shown} is a binary file")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8"), shown
     except UnicodeDecodeError as exc:
         raise ToolRefusal(f"{shown} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
-def atomic_write(ws: Workspace, path: pathlib.Path, data: bytes) -> bool:
-    """Write *data* to *path* atomically (temp file in the same directory, then
-    ``os.replace``); create missing parent directories. Returns whether the file
-    existed before.
-
-    *path* must come from :meth:`Workspace.resolve`. The parent is checked again after
-    the directories are made, so a symlink planted meanwhile cannot lead out.
+def atomic_write(ws: Workspace, path: str, data: bytes) -> tuple[bool, str]:
+    """Write *data* to *path* atomically: a temporary file created in the verified
+    directory's descriptor, then renamed over the name in that same descriptor.
+    Missing parent directories are created (each one walked like any other, so a
+    symlink planted meanwhile cannot lead out). Returns whether the file existed
+    before, and its path for messages.
 
     Raises:
-        ToolRefusal: *path* is a directory, or its parent left the workspace.
+        ToolRefusal: *path* is a directory or not a regular file.
     """
-    shown = ws.display(path)
-    if path.is_dir():
-        raise ToolRefusal(f"{shown} is a directory")
-    parent = path.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    if not ws.contains(parent):
-        raise ToolRefusal(f"{shown}: parent directory is outside the workspace")
-    existed = path.exists()
-    # O_EXCL with 0o666: the umask applies as for any new file, and nothing is
-    # followed; an existing file keeps its permission bits.
-    mode = path.stat().st_mode & 0o7777 if existed else 0o666
-    tmp = parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        if existed:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return existed
+    with resolve_beneath(ws, path, create_dirs=True) as where:
+        shown = where.shown
+        if where.name is None or (where.st is not None and stat.S_ISDIR(where.st.st_mode)):
+            raise ToolRefusal(f"{shown} is a directory")
+        if where.st is not None and not stat.S_ISREG(where.st.st_mode):
+            raise ToolRefusal(f"{shown} is not a regular file")
+        existed = where.st is not None
+        # O_EXCL with 0o666: the umask applies as for any new file, and nothing is
+        # followed; an existing file keeps its permission bits.
+        mode = where.st.st_mode & 0o7777 if where.st is not None else 0o666
+        tmp = f".{where.name}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            mode,
+            dir_fd=where.dir_fd,
+        )
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+                file.flush()
+                if existed:
+                    os.fchmod(file.fileno(), mode)
+                os.fsync(file.fileno())
+            os.replace(tmp, where.name, src_dir_fd=where.dir_fd, dst_dir_fd=where.dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=where.dir_fd)
+            raise
+        return existed, shown

@@ -7,10 +7,10 @@ import pathlib
 from collections.abc import Mapping
 from typing import Any, Literal
 
-import trio
-
 from .._tools import Tool, ToolContext, ToolOutput
+from ._beneath import resolve_beneath
 from ._files import ToolRefusal, run_guarded
+from ._walk import GlobMatcher, walk_files
 from ._workspace import Workspace
 
 __all__ = ["Glob"]
@@ -32,8 +32,6 @@ _SCHEMA: Mapping[str, Any] = {
     "additionalProperties": False,
 }
 
-_CHECK_EVERY = 1000
-
 
 def check_pattern(pattern: str) -> None:
     """Refuse a glob pattern that could name paths outside its base directory."""
@@ -53,19 +51,16 @@ def _glob(
 ) -> str:
     pattern: str = input["pattern"]
     check_pattern(pattern)
-    base = ws.resolve(input.get("path", "."))
-    if not base.is_dir():
-        raise ToolRefusal(f"not a directory: {ws.display(base)}")
-    found: list[tuple[float, str]] = []
-    for count, match in enumerate(base.glob(pattern), 1):
-        if count % _CHECK_EVERY == 0:
-            trio.from_thread.check_cancelled()
-        # A symlink may point out of the workspace: such matches are not shown.
-        if not match.is_file() or not ws.contains(match):
-            continue
-        found.append((match.stat().st_mtime, ws.display(match)))
+    matcher = GlobMatcher(pattern)
+    with resolve_beneath(ws, input.get("path", ".")) as base:
+        if base.name is not None:
+            raise ToolRefusal(f"not a directory: {base.shown}")
+        found = [
+            (entry.st.st_mtime, entry.rel)
+            for entry in walk_files(ws, base.dir_fd, base.shown, matcher)
+        ]
     if not found:
-        return f"No files match {pattern!r} in {ws.display(base)}"
+        return f"No files match {pattern!r} in {base.shown}"
     if sort == "mtime":
         found.sort(key=lambda item: (-item[0], item[1]))
     else:
@@ -85,8 +80,9 @@ def Glob(
 
     Paths are relative to the workspace root; sorted newest first (``sort="mtime"``)
     or by name; at most *max_results*, with a note giving how many more matched.
-    Matches that are symlinks leading out of the workspace are left out.
-    Concurrency-safe.
+    The tree is walked race-free beneath the root (see :mod:`._walk`), checking for
+    cancellation in every directory; symlinked directories are not entered, and
+    symlinked files leading out of the workspace are left out. Concurrency-safe.
     """
 
     async def run(input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:

@@ -10,7 +10,7 @@ from typing import Any
 import trio
 
 from .._tools import Tool, ToolContext, ToolOutput
-from ._files import SNIFF_BYTES, ToolRefusal, bounded_lines, is_binary, run_guarded
+from ._files import SNIFF_BYTES, ToolRefusal, bounded_lines, is_binary, open_text, run_guarded
 from ._workspace import Workspace
 
 __all__ = ["Read"]
@@ -35,17 +35,9 @@ _SCHEMA: Mapping[str, Any] = {
 
 
 def _read(ws: Workspace, input: Mapping[str, Any], max_chars: int) -> str:
-    path = ws.resolve(input["path"])
     offset: int = input.get("offset", 1)
     limit: int = input.get("limit", DEFAULT_LINES)
-    shown = ws.display(path)
-    if not path.exists():
-        raise ToolRefusal(f"file not found: {shown}")
-    if path.is_dir():
-        raise ToolRefusal(f"{shown} is a directory; use Glob to list files")
-    if not path.is_file():
-        raise ToolRefusal(f"{shown} is not a regular file")
-    with path.open("rb") as raw:
+    with open_text(ws, input["path"], what="; use Glob to list files") as (raw, shown):
         if is_binary(raw.read(SNIFF_BYTES)):
             raise ToolRefusal(f"{shown} is a binary file; Read shows text files only")
         raw.seek(0)

@@ -1,15 +1,17 @@
-"""The WebFetch tool: GET a URL and show its text."""
+"""The WebFetch tool: GET a URL and show its text, from public addresses only
+(see :mod:`._ssrf`)."""
 
 from __future__ import annotations
 
 import codecs
 import contextlib
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Any
 
 import httpx
 
 from .._tools import Tool, ToolContext, ToolOutput
+from ._ssrf import AddressPolicy, AddressRefused, guarded_transport
 
 __all__ = ["WebFetch"]
 
@@ -21,6 +23,9 @@ _SCHEMA: Mapping[str, Any] = {
     "required": ["url"],
     "additionalProperties": False,
 }
+
+#: Redirects followed before giving up (httpx's default).
+MAX_REDIRECTS = 20
 
 _TEXT_TYPES = ("application/json", "application/xml", "application/javascript")
 
@@ -45,18 +50,48 @@ def _charset(response: httpx.Response) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _client(http_client: httpx.AsyncClient | None) -> AsyncGenerator[httpx.AsyncClient]:
+async def _client(
+    http_client: httpx.AsyncClient | None, policy: AddressPolicy
+) -> AsyncGenerator[httpx.AsyncClient]:
     if http_client is not None:
         yield http_client
     else:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(30.0)) as client:
+        async with httpx.AsyncClient(
+            transport=guarded_transport(policy=policy), timeout=httpx.Timeout(30.0), trust_env=False
+        ) as client:
             yield client
 
 
-async def _fetch(client: httpx.AsyncClient, url: str, max_bytes: int) -> ToolOutput:
+@contextlib.asynccontextmanager
+async def _follow(
+    client: httpx.AsyncClient, url: str, policy: AddressPolicy
+) -> AsyncGenerator[httpx.Response]:
+    """GET *url*, following redirects one hop at a time: each hop's host is checked
+    before its request is sent (the transport checks the resolved address)."""
+    request = client.build_request("GET", url)
+    for _ in range(MAX_REDIRECTS + 1):
+        policy.check_host(request.url.host)
+        response = await client.send(request, stream=True, follow_redirects=False)
+        next_request = response.next_request
+        if next_request is None:
+            try:
+                yield response
+            finally:
+                await response.aclose()
+            return
+        await response.aclose()
+        if next_request.url.scheme not in ("http", "https"):
+            raise AddressRefused(f"refused to follow a redirect to {next_request.url}")
+        request = next_request
+    raise httpx.TooManyRedirects(f"more than {MAX_REDIRECTS} redirects", request=request)
+
+
+async def _fetch(
+    client: httpx.AsyncClient, url: str, max_bytes: int, policy: AddressPolicy
+) -> ToolOutput:
     body = bytearray()
     truncated = False
-    async with client.stream("GET", url, follow_redirects=True) as response:
+    async with _follow(client, url, policy) as response:
         try:
             async for chunk in response.aiter_bytes():
                 body += chunk
@@ -85,16 +120,34 @@ async def _fetch(client: httpx.AsyncClient, url: str, max_bytes: int) -> ToolOut
     return ToolOutput(f"{head}\n{text}", is_error=response.is_error)
 
 
-def WebFetch(*, http_client: httpx.AsyncClient | None = None, max_bytes: int = 100_000) -> Tool:
+def WebFetch(
+    *,
+    http_client: httpx.AsyncClient | None = None,
+    max_bytes: int = 100_000,
+    allow_private: bool = False,
+    allowed: Iterable[str] = (),
+) -> Tool:
     """The WebFetch tool: ``{url}`` → status, content type and body text.
 
-    Redirects are followed; at most *max_bytes* of the body are read. An HTTP error
-    status (4xx, 5xx), a network error or a bad URL is an error result. With no
-    *http_client*, each call opens (and closes) its own client with a 30 s timeout.
-    Concurrency-safe.
+    Redirects are followed (at most 20); at most *max_bytes* of the body are read. An
+    HTTP error status (4xx, 5xx), a network error or a bad URL is an error result.
+
+    No server-side request forgery: by default only public addresses are fetched.
+    Loopback, private, link-local (cloud metadata), unspecified, multicast and
+    reserved addresses, in any spelling and in IPv4-mapped or -compatible IPv6 form,
+    are refused with an error result saying why; the check is made on the resolved
+    address, on every redirect hop, and the connection goes to the checked address
+    (no second lookup). *allow_private* turns the check off; *allowed* lists host
+    names and networks (``"10.0.0.0/8"``) that may be fetched although private.
+
+    With no *http_client*, each call opens (and closes) its own guarded client with a
+    30 s timeout. A client you pass gets the no-lookup check of every hop (IP
+    literals, ``localhost``) but resolves names itself: build it with
+    ``transport=guarded_transport(...)`` to keep the full check. Concurrency-safe.
     """
     if max_bytes < 1:
         raise ValueError(f"max_bytes must be positive, not {max_bytes!r}")
+    policy = AddressPolicy.of(allow_private=allow_private, allowed=allowed)
 
     async def run(input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         url: str = input["url"]
@@ -107,8 +160,10 @@ def WebFetch(*, http_client: httpx.AsyncClient | None = None, max_bytes: int = 1
                 f"only http and https URLs can be fetched, not {url!r}", is_error=True
             )
         try:
-            async with _client(http_client) as client:
-                return await _fetch(client, url, max_bytes)
+            async with _client(http_client, policy) as client:
+                return await _fetch(client, url, max_bytes, policy)
+        except AddressRefused as exc:
+            return ToolOutput(str(exc), is_error=True)
         except httpx.HTTPError as exc:
             return ToolOutput(f"fetching {url} failed: {type(exc).__name__}: {exc}", is_error=True)
 

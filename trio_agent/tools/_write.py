@@ -24,11 +24,10 @@ _SCHEMA: Mapping[str, Any] = {
 
 
 def _write(ws: Workspace, input: Mapping[str, Any]) -> str:
-    path = ws.resolve(input["path"])
     data = input["content"].encode("utf-8")
-    existed = atomic_write(ws, path, data)
+    existed, shown = atomic_write(ws, input["path"], data)
     verb = "Updated" if existed else "Created"
-    return f"{verb} {ws.display(path)} ({len(data)} bytes)"
+    return f"{verb} {shown} ({len(data)} bytes)"
 
 
 def Write(ws: Workspace) -> Tool:
