@@ -125,7 +125,11 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
         help="never run these tools, e.g. 'Bash(rm *),WebFetch' (default: none)",
     )
     parser.add_argument(
-        "--max-tokens", type=positive_int, default=8192, help="output tokens per model call"
+        "--max-tokens",
+        type=positive_int,
+        default=None,
+        help="output tokens per model call (default: 8192, raised up to the model's cap "
+        "when an answer is cut by max_tokens)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON event per line (each has a 'type')"
