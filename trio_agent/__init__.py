@@ -71,7 +71,6 @@ from ._loop import PermissionRuleError as PermissionRuleError
 from ._loop import PermissionRules as PermissionRules
 from ._loop import QueryEvent as QueryEvent
 from ._loop import Stall as Stall
-from ._loop import State as State
 from ._loop import StopHook as StopHook
 from ._loop import StopHookResult as StopHookResult
 from ._loop import TextDelta as TextDelta
@@ -179,7 +178,6 @@ __all__ = [
     "Session",
     "SessionStore",
     "Stall",
-    "State",
     "StopHook",
     "StopHookResult",
     "StreamError",
