@@ -74,6 +74,11 @@ def build(name: str = "test") -> MCPServer:
         return f"{key} was cancelled"
 
     @app.tool(annotations=READ_ONLY)
+    def header(name: str, ctx: Context) -> str:
+        """The value of request header *name* (HTTP only), or "none"."""
+        return (ctx.headers or {}).get(name.lower(), "none")
+
+    @app.tool(annotations=READ_ONLY)
     def pid() -> str:
         """The server's process id."""
         return str(os.getpid())
