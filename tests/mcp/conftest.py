@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +16,14 @@ import trio
 from trio_agent import (
     CanUseTool,
     Tool,
+    ToolContext,
     ToolExecutor,
     ToolProgress,
     ToolResult,
     ToolUseBlock,
     open_tool_executor,
 )
+from trio_agent.mcp import open_mcp_tools
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_test_server.py")
 
@@ -124,3 +126,44 @@ def run_calls() -> Callable[..., Awaitable[Ran]]:
 @pytest.fixture
 def server_factory() -> Callable[..., Any]:
     return build_server
+
+
+#: The test server's tools the property harness draws calls of (none that waits
+#: for another call, which a random batch may never make).
+HARNESS_TOOLS = ("echo", "count", "sleep", "fail", "big", "wipe")
+
+
+@pytest.fixture(scope="session")
+def per_call_mcp_tools() -> list[Tool]:
+    """The in-process test server's tools as :class:`Tool` values whose every call
+    opens its own MCP session (``run_tool_calls`` starts its own ``trio.run``, so no
+    session can outlive one); each call is a real MCP round trip, progress and
+    cancellation included."""
+    listed: list[Tool] = []
+
+    async def collect() -> None:
+        async with open_mcp_tools({"p": build_server()}) as tools:
+            listed.extend(tools)
+
+    trio.run(collect)
+    server = build_server()
+
+    def run_for(name: str) -> Callable[[Mapping[str, Any], ToolContext], Awaitable[Any]]:
+        async def run(input: Mapping[str, Any], ctx: ToolContext) -> Any:
+            async with open_mcp_tools({"p": server}) as tools:
+                (tool,) = [t for t in tools if t.name == name]
+                return await tool.run(input, ctx)
+
+        return run
+
+    return [
+        Tool(
+            t.name,
+            t.description,
+            t.input_schema,
+            run_for(t.name),
+            concurrency_safe=t.concurrency_safe,
+        )
+        for t in listed
+        if t.name.removeprefix("mcp__p__") in HARNESS_TOOLS
+    ]

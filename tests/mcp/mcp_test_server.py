@@ -1,5 +1,8 @@
 """A small MCP server written with the official SDK, for the MCP tests.
 
+Every tool is async: the SDK runs sync tools in a worker thread, which Trio's
+virtual clock cannot wait for (it would jump past the call timeout).
+
 Run as a real subprocess: ``python mcp_test_server.py`` serves stdio;
 ``python mcp_test_server.py --http`` serves streamable HTTP on 127.0.0.1 (an
 ephemeral port, printed as the first line of stdout). The tests also build it in
@@ -29,7 +32,7 @@ def build(name: str = "test") -> MCPServer:
     cancelled: defaultdict[str, anyio.Event] = defaultdict(anyio.Event)
 
     @app.tool(annotations=READ_ONLY)
-    def echo(text: str) -> str:
+    async def echo(text: str) -> str:
         """Say the text back."""
         return text
 
@@ -74,22 +77,22 @@ def build(name: str = "test") -> MCPServer:
         return f"{key} was cancelled"
 
     @app.tool(annotations=READ_ONLY)
-    def header(name: str, ctx: Context) -> str:
+    async def header(name: str, ctx: Context) -> str:
         """The value of request header *name* (HTTP only), or "none"."""
         return (ctx.headers or {}).get(name.lower(), "none")
 
     @app.tool(annotations=READ_ONLY)
-    def pid() -> str:
+    async def pid() -> str:
         """The server's process id."""
         return str(os.getpid())
 
     @app.tool()
-    def fail(message: str) -> str:
+    async def fail(message: str) -> str:
         """Fail with *message*."""
         raise ToolError(message)
 
     @app.tool(annotations=READ_ONLY)
-    def picture() -> list[TextContent | ImageContent]:
+    async def picture() -> list[TextContent | ImageContent]:
         """A caption and a one-pixel PNG."""
         png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
         return [
@@ -98,12 +101,12 @@ def build(name: str = "test") -> MCPServer:
         ]
 
     @app.tool(annotations=READ_ONLY)
-    def big(size: int) -> str:
+    async def big(size: int) -> str:
         """*size* characters of text."""
         return "x" * size
 
     @app.tool(annotations=ToolAnnotations(destructive_hint=True))
-    def wipe(path: str) -> str:
+    async def wipe(path: str) -> str:
         """Pretend to delete *path* (destructive)."""
         print(f"wipe {path}", file=sys.stderr, flush=True)
         return f"wiped {path}"
@@ -116,6 +119,7 @@ def _serve_http(app: MCPServer) -> None:
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
     print(sock.getsockname()[1], flush=True)
     config = uvicorn.Config(app.streamable_http_app(), log_level="warning")
     anyio.run(uvicorn.Server(config).serve, [sock])
