@@ -51,6 +51,7 @@ def add_agent_commands(subparsers: Any) -> None:
     run.add_argument("--transcript", default=None, help="append the conversation to this JSONL")
     run.add_argument("--max-tokens", type=int, default=8192)
     run.add_argument("--json", action="store_true", help="print NDJSON events")
+    run.add_argument("--mcp-config", default=None, help="add the tools of a .mcp.json's servers")
     run.set_defaults(func=_run_command)
 
     replay = subparsers.add_parser(
@@ -201,7 +202,7 @@ def _run_command(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.workspace):
         return _error(f"workspace {args.workspace!r} is not a directory")
     try:
-        return trio.run(run_prompt, args)
+        return trio.run(run_with_mcp, args)
     except TrioAgentError as exc:
         return _error(f"{type(exc).__name__}: {exc}")
 
@@ -225,8 +226,23 @@ def input_line(question: str) -> str:
     return sys.stdin.readline()
 
 
+async def run_with_mcp(args: argparse.Namespace) -> int:
+    """:func:`run_prompt` with the tools of ``--mcp-config``'s servers, if given."""
+    path = getattr(args, "mcp_config", None)
+    if path is None:
+        return await run_prompt(args)
+    from ..mcp import load_mcp_config, open_mcp_tools
+
+    async with open_mcp_tools(load_mcp_config(path)) as mcp_tools:
+        return await run_prompt(args, extra_tools=mcp_tools)
+
+
 async def run_prompt(
-    args: argparse.Namespace, *, client: Any = None, out: IO[str] | None = None
+    args: argparse.Namespace,
+    *,
+    client: Any = None,
+    out: IO[str] | None = None,
+    extra_tools: Sequence[Any] = (),
 ) -> int:
     """``trio-agent run``: one prompt in a session against the API.
 
@@ -255,7 +271,7 @@ async def run_prompt(
     recorder = TurnRecorder(trio.current_time)
     session = Session(
         client if client is not None else AnthropicClient(base_url=args.base_url),
-        instrument(default_tools(Workspace(args.workspace)), recorder),
+        instrument([*default_tools(Workspace(args.workspace)), *extra_tools], recorder),
         model=args.model,
         max_tokens=args.max_tokens,
         transcript_path=args.transcript,

@@ -5,6 +5,7 @@ or as in-process SDK servers. Their tools are named ``mcp__<server>__<tool>``; a
 ``readOnlyHint`` tool is concurrency-safe; MCP progress reaches ``ctx.progress``;
 cancelling a call (an abort, an interrupt, a sibling's error) sends the MCP
 cancellation. Needs the ``mcp`` extra: ``pip install 'trio-agent[mcp]'``.
+``python -m trio_agent.mcp.demo_server`` is a small stdio server to try it with.
 
 Example::
 
