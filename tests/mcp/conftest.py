@@ -43,7 +43,7 @@ def build_server(name: str = "test") -> Any:
     return module.build(name)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def stdio_server() -> dict[str, Any]:
     return stdio_entry()
 

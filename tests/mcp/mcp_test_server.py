@@ -12,8 +12,10 @@ process with :func:`build`. Not a test module: nothing here is collected.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
+import time
 from collections import defaultdict
 
 import anyio
@@ -132,3 +134,7 @@ if __name__ == "__main__":
         _serve_http(server)
     else:
         server.run()
+    if "--stubborn" in sys.argv:
+        # Outlive stdin's end and ignore SIGTERM: only SIGKILL stops this one.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(3600)

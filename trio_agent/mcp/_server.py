@@ -57,18 +57,16 @@ class MCPProgress:
         return f"{amount} {self.message}" if self.message else amount
 
 
-async def _log_stderr(server: str, fd: int) -> None:
+async def _log_stderr(server: str, stream: trio.lowlevel.FdStream) -> None:
     """Each line the server writes to stderr, to the ``trio_agent.mcp`` log."""
-    stream = trio.lowlevel.FdStream(fd)
-    async with stream:
-        pending = b""
-        while chunk := await stream.receive_some(65536):
-            *lines, pending = (pending + chunk).split(b"\n")
-            for line in lines:
-                logger.info("[%s stderr] %s", server, line.decode(errors="replace"))
-            pending = pending[-65536:]
-        if pending:
-            logger.info("[%s stderr] %s", server, pending.decode(errors="replace"))
+    pending = b""
+    while chunk := await stream.receive_some(65536):
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            logger.info("[%s stderr] %s", server, line.decode(errors="replace"))
+        pending = pending[-65536:]  # a line without an end is kept to a bounded size
+    if pending:
+        logger.info("[%s stderr] %s", server, pending.decode(errors="replace"))
 
 
 def _transport(
@@ -101,18 +99,20 @@ class _StderrPipe:
     """A pipe for a stdio server's stderr; its lines go to the log, not the terminal."""
 
     server: str
-    read_fd: int
+    stream: trio.lowlevel.FdStream
     errlog: TextIO
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
 
     @classmethod
     def open(cls, server: str) -> _StderrPipe:
         read_fd, write_fd = os.pipe()
-        return cls(server, read_fd, os.fdopen(write_fd, "w"))
+        # Both ends are owned at once: the stream closes the read end, stop() the other.
+        return cls(server, trio.lowlevel.FdStream(read_fd), os.fdopen(write_fd, "w"))
 
     async def pump(self) -> None:
-        with self.scope:
-            await _log_stderr(self.server, self.read_fd)
+        async with self.stream:
+            with self.scope:
+                await _log_stderr(self.server, self.stream)
 
     def stop(self) -> None:
         """Stop reading soon: the server is gone, but a survivor may hold the pipe."""
@@ -140,44 +140,42 @@ class Server:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Connect, list the tools, report started, and hold the connection until
         :meth:`close`; a failure at any point is recorded, never raised."""
-        started = False
         stderr: _StderrPipe | None = None
-        try:
-            async with trio.open_nursery() as nursery:
-                if isinstance(self.config, StdioServerConfig):
-                    stderr = _StderrPipe.open(self.name)
-                    nursery.start_soon(stderr.pump)
-                try:
-                    with trio.CancelScope(
-                        deadline=trio.current_time() + self.startup_timeout
-                    ) as startup:
-                        async with (
-                            _transport(self.config, stderr) as (read, write),
-                            mcp.ClientSession(read, write) as session,
-                        ):
-                            if stderr is not None:
-                                stderr.errlog.close()  # the child has its own copy
-                            await session.initialize()
-                            self.listed = await _list_tools(session)
-                            startup.deadline = math.inf
-                            self._session = session
-                            started = True
-                            task_status.started()
-                            await self._closing.wait()
-                            self._session = None
-                    if startup.cancelled_caught:
-                        self._fail(f"did not start within {self.startup_timeout:g} s")
-                except Exception as exc:
-                    self._fail(_describe(exc))
-                finally:
-                    self._session = None
-                    if stderr is not None:
-                        stderr.stop()
-        finally:
-            if self.failure is not None and not started:
-                logger.warning("MCP server %r failed to start: %s", self.name, self.failure)
-            if not started:
-                task_status.started()
+        async with trio.open_nursery() as nursery:
+            if isinstance(self.config, StdioServerConfig):
+                stderr = _StderrPipe.open(self.name)
+                nursery.start_soon(stderr.pump)
+            try:
+                with trio.CancelScope(
+                    deadline=trio.current_time() + self.startup_timeout
+                ) as startup:
+                    async with (
+                        _transport(self.config, stderr) as (read, write),
+                        mcp.ClientSession(read, write) as session,
+                    ):
+                        if stderr is not None:
+                            stderr.errlog.close()  # the child has its own copy
+                        await session.initialize()
+                        self.listed = await _list_tools(session)
+                        startup.deadline = math.inf
+                        self._session = session
+                        task_status.started()
+                        task_status = trio.TASK_STATUS_IGNORED
+                        await self._closing.wait()
+                if startup.cancelled_caught:
+                    self._fail(f"did not start within {self.startup_timeout:g} s")
+            except Exception as exc:
+                self._fail(_describe(exc))
+            finally:
+                self._session = None
+                if stderr is not None:
+                    stderr.stop()
+        # Only reached without a cancellation (a cancelled start is not a start).
+        if task_status is not trio.TASK_STATUS_IGNORED:
+            logger.warning("MCP server %r failed to start: %s", self.name, self.failure)
+            task_status.started()
+        elif self.failure is not None:
+            logger.warning("MCP server %r stopped: %s", self.name, self.failure)
 
     def close(self) -> None:
         """Let :meth:`run` leave its connection (bounded by the SDK's shutdown)."""
