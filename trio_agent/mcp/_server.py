@@ -220,9 +220,10 @@ class Server:
 
 
 async def _list_tools(session: mcp.ClientSession) -> list[dict[str, Any]]:
-    """Every page of ``tools/list``, as wire JSON."""
+    """Every page of ``tools/list``, as wire JSON (a cursor seen twice ends it)."""
     listed: list[dict[str, Any]] = []
     cursor: str | None = None
+    seen: set[str] = set()
     while True:
         params = None if cursor is None else mcp.types.PaginatedRequestParams(cursor=cursor)
         page = await session.list_tools(params=params)
@@ -230,8 +231,9 @@ async def _list_tools(session: mcp.ClientSession) -> list[dict[str, Any]]:
             t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools
         )
         cursor = page.next_cursor
-        if not cursor:
+        if not cursor or cursor in seen:
             return listed
+        seen.add(cursor)
 
 
 def _describe(exc: BaseException) -> str:
