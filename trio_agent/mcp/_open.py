@@ -46,6 +46,9 @@ class _Run:
 def mcp_tool_info(tool: Tool) -> MCPToolInfo | None:
     """What the MCP server said about *tool* (its hints), or None for a non-MCP tool.
 
+    It reads the ``Tool`` values :func:`open_mcp_tools` yields; a copy whose ``run``
+    was replaced (e.g. wrapped to record timings) is not recognised.
+
     Example, ask before every destructive MCP tool::
 
         async def can_use_tool(tool, input, ctx):
