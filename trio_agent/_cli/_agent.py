@@ -84,6 +84,12 @@ def add_agent_commands(subparsers: Any) -> None:
     )
     run.add_argument("prompt", help="what to ask the model")
     add_session_options(run)
+    run.add_argument(
+        "--mcp-config",
+        metavar="FILE",
+        default=None,
+        help="add the tools of this .mcp.json's servers (default: none)",
+    )
     run.set_defaults(func=_run_command)
 
     replay = subparsers.add_parser(
@@ -284,7 +290,21 @@ def _run_command(args: argparse.Namespace) -> int:
     problem = check_api_setup(args)
     if problem is not None:
         return problem
-    return trio.run(run_prompt, args)
+    try:
+        return trio.run(run_with_mcp, args)
+    except TrioAgentError as exc:  # e.g. a malformed --mcp-config file
+        return _error(f"{type(exc).__name__}: {exc}")
+
+
+async def run_with_mcp(args: argparse.Namespace) -> int:
+    """:func:`run_prompt` with the tools of ``--mcp-config``'s servers, if given."""
+    path = getattr(args, "mcp_config", None)
+    if path is None:
+        return await run_prompt(args)
+    from ..mcp import load_mcp_config, open_mcp_tools
+
+    async with open_mcp_tools(load_mcp_config(path)) as mcp_tools:
+        return await run_prompt(args, extra_tools=mcp_tools)
 
 
 async def _ask(tool: Any, input: Mapping[str, Any], ctx: Any) -> Any:
@@ -306,9 +326,16 @@ def input_line(question: str) -> str:
     return sys.stdin.readline()
 
 
-def make_session(args: argparse.Namespace, client: Any, recorder: Any, err: IO[str]) -> Any:
-    """The session of ``run`` / ``chat``: the built-in tools (instrumented for
-    *recorder*), the permission rules of the flags, the transcript options."""
+def make_session(
+    args: argparse.Namespace,
+    client: Any,
+    recorder: Any,
+    err: IO[str],
+    extra_tools: Sequence[Any] = (),
+) -> Any:
+    """The session of ``run`` / ``chat``: the built-in tools and *extra_tools*
+    (instrumented for *recorder*), the permission rules of the flags, the transcript
+    options."""
     from ..tools import Workspace, default_tools
     from ._session_options import open_session, permission_rules
     from ._timeline import instrument
@@ -316,7 +343,7 @@ def make_session(args: argparse.Namespace, client: Any, recorder: Any, err: IO[s
     return open_session(
         args,
         client,
-        instrument(default_tools(Workspace(args.workspace)), recorder),
+        instrument([*default_tools(Workspace(args.workspace)), *extra_tools], recorder),
         can_use_tool=permission_rules(args, _ask),
         err=err,
     )
@@ -386,6 +413,7 @@ async def run_prompt(
     client: Any = None,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
+    extra_tools: Sequence[Any] = (),
 ) -> int:
     """``trio-agent run``: one prompt in a session against the API.
 
@@ -414,7 +442,7 @@ async def run_prompt(
     recorder = TurnRecorder(trio.current_time)
     if client is None:
         client = command_client(args)
-    session = make_session(args, client, recorder, errors)
+    session = make_session(args, client, recorder, errors, extra_tools)
     end = None
     try:
         with RetryReporter(errors) as retries:

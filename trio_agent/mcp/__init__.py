@@ -1,0 +1,48 @@
+"""MCP: the tools of Model Context Protocol servers, run by the executor like any tool.
+
+Servers are given in Claude Code's ``.mcp.json`` format (stdio and streamable HTTP),
+or as in-process SDK servers. Their tools are named ``mcp__<server>__<tool>``; a
+``readOnlyHint`` tool is concurrency-safe; MCP progress reaches ``ctx.progress``;
+cancelling a call (an abort, an interrupt, a sibling's error) sends the MCP
+cancellation. Needs the ``mcp`` extra: ``pip install 'trio-agent[mcp]'``.
+``python -m trio_agent.mcp.demo_server`` is a small stdio server to try it with.
+
+Example::
+
+    from trio_agent.mcp import load_mcp_config, open_mcp_tools
+
+    async with open_mcp_tools(load_mcp_config(".mcp.json")) as tools:
+        session = trio_agent.Session(client, tools=tools, ...)
+"""
+
+from ._config import DEFAULT_CALL_TIMEOUT as DEFAULT_CALL_TIMEOUT
+from ._config import HttpServerConfig as HttpServerConfig
+from ._config import MCPConfigError as MCPConfigError
+from ._config import ServerConfig as ServerConfig
+from ._config import StdioServerConfig as StdioServerConfig
+from ._config import load_mcp_config as load_mcp_config
+from ._config import parse_server_config as parse_server_config
+from ._convert import DEFAULT_MAX_RESULT_CHARS as DEFAULT_MAX_RESULT_CHARS
+from ._convert import MCPToolInfo as MCPToolInfo
+from ._convert import mcp_tool_name as mcp_tool_name
+from ._open import DEFAULT_STARTUP_TIMEOUT as DEFAULT_STARTUP_TIMEOUT
+from ._open import mcp_tool_info as mcp_tool_info
+from ._open import open_mcp_tools as open_mcp_tools
+from ._server import MCPProgress as MCPProgress
+
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_MAX_RESULT_CHARS",
+    "DEFAULT_STARTUP_TIMEOUT",
+    "HttpServerConfig",
+    "MCPConfigError",
+    "MCPProgress",
+    "MCPToolInfo",
+    "ServerConfig",
+    "StdioServerConfig",
+    "load_mcp_config",
+    "mcp_tool_info",
+    "mcp_tool_name",
+    "open_mcp_tools",
+    "parse_server_config",
+]

@@ -1,0 +1,191 @@
+"""``open_mcp_tools``: MCP servers' tools as :class:`~trio_agent.Tool` values."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import Any, cast
+
+import attrs
+import trio
+
+from .._exceptions import ToolDefinitionError, unwrap_single
+from .._tools import Tool, ToolContext, ToolOutput
+from ._config import (
+    DEFAULT_CALL_TIMEOUT,
+    HttpServerConfig,
+    MCPConfigError,
+    ServerConfig,
+    StdioServerConfig,
+    parse_servers,
+)
+from ._convert import DEFAULT_MAX_RESULT_CHARS, MCPToolInfo, input_schema, mcp_tool_name, tool_info
+from ._server import InProcessServer, LowLevelServer, MCPServer, Server
+
+__all__ = ["DEFAULT_STARTUP_TIMEOUT", "mcp_tool_info", "open_mcp_tools"]
+
+logger = logging.getLogger("trio_agent.mcp")
+
+#: Seconds a server has to start and list its tools (Claude Code's MCP_TIMEOUT).
+DEFAULT_STARTUP_TIMEOUT = 30.0
+
+
+@attrs.frozen
+class _Run:
+    """A Tool's ``run``: one tool of one server (and what the server said about it)."""
+
+    server: Server
+    info: MCPToolInfo
+
+    async def __call__(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+        return await self.server.call(self.info.tool, input, ctx)
+
+
+def mcp_tool_info(tool: Tool) -> MCPToolInfo | None:
+    """What the MCP server said about *tool* (its hints), or None for a non-MCP tool.
+
+    It reads the ``Tool`` values :func:`open_mcp_tools` yields; a copy whose ``run``
+    was replaced (e.g. wrapped to record timings) is not recognised.
+
+    Example, ask before every destructive MCP tool::
+
+        async def can_use_tool(tool, input, ctx):
+            info = mcp_tool_info(tool)
+            if info is not None and info.is_destructive:
+                return await ask_the_user(tool, input)
+            return Allow()
+    """
+    return tool.run.info if isinstance(tool.run, _Run) else None
+
+
+def _tools(server: Server, taken: set[str]) -> list[Tool]:
+    tools: list[Tool] = []
+    for listed in server.listed:
+        info = tool_info(server.name, listed)
+        name = mcp_tool_name(server.name, info.tool)
+        if name in taken:
+            logger.warning("MCP tool %r of %r: the name %r is taken", info.tool, server.name, name)
+            continue
+        description = listed.get("description")
+        try:
+            tool = Tool(
+                name=name,
+                description=description if isinstance(description, str) else (info.title or ""),
+                input_schema=input_schema(listed),
+                run=_Run(server, info),
+                concurrency_safe=info.read_only is True,
+            )
+        except ToolDefinitionError as exc:
+            logger.warning("MCP tool %r of %r is skipped: %s", info.tool, server.name, exc)
+            continue
+        taken.add(name)
+        tools.append(tool)
+    return tools
+
+
+class _MCPToolsManager:
+    """``async with open_mcp_tools(...)``: the servers' tasks and their tools."""
+
+    def __init__(self, servers: list[Server]) -> None:
+        self._servers = servers
+        self._nursery_manager = trio.open_nursery()
+
+    async def __aenter__(self) -> list[Tool]:
+        nursery = await self._nursery_manager.__aenter__()
+        try:
+            # Started side by side; each start returns once its server is up or failed.
+            async with trio.open_nursery() as starting:
+                for server in self._servers:
+                    starting.start_soon(nursery.start, server.run)
+        except BaseException as exc:
+            self._close()
+            await self.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        taken: set[str] = set()
+        return [tool for server in self._servers for tool in _tools(server, taken)]
+
+    def _close(self) -> None:
+        for server in self._servers:
+            server.close()
+
+    async def __aexit__(
+        self,
+        etype: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        self._close()
+        try:
+            return bool(await self._nursery_manager.__aexit__(etype, exc, tb))
+        except BaseExceptionGroup as group:
+            # The server tasks raise nothing but Cancelled (they record failures),
+            # so this nursery is an implementation detail: give back the body's own
+            # exception, or the single error, rather than a group.
+            if exc is not None and group.split(lambda e: e is exc)[1] is None:
+                return False
+            raise unwrap_single(group) or group  # noqa: B904
+
+
+def open_mcp_tools(
+    servers: Mapping[str, ServerConfig | InProcessServer | Mapping[str, Any]],
+    *,
+    call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+) -> AbstractAsyncContextManager[list[Tool]]:
+    """Start every server at once and yield their tools, named ``mcp__<server>__<tool>``.
+
+    *servers* maps a server name to its ``.mcp.json`` entry (a dict, or a value of
+    :func:`load_mcp_config`), or to an in-process SDK server (``MCPServer`` or a
+    low-level ``Server``). A server that fails to start is logged (the
+    ``trio_agent.mcp`` logger, where the servers' stderr goes too) and gives no
+    tools; one that dies later gives error results. Leaving the block, even by
+    cancellation, closes every session and stops every server process (the SDK
+    bounds the shutdown: stdin closed, then SIGTERM, then SIGKILL to the group).
+
+    Args:
+        servers: name -> config (see above).
+        call_timeout: seconds a call may take before it gets an error result
+            (and the server an MCP cancellation); a server's ``"timeout"`` wins.
+        startup_timeout: seconds a server has to start and list its tools.
+        max_result_chars: characters of text a result keeps; the rest is cut.
+
+    Example::
+
+        async with open_mcp_tools(load_mcp_config(".mcp.json")) as tools:
+            async with query(client, messages, tools=[*builtins, *tools], ...) as events:
+                ...
+
+    Raises:
+        MCPConfigError: an entry is malformed (raised here, before anything starts).
+    """
+    for name, value in (("call_timeout", call_timeout), ("startup_timeout", startup_timeout)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+    limit = cast("object", max_result_chars)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"max_result_chars must be a positive int, not {max_result_chars!r}")
+    if not isinstance(servers, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise MCPConfigError(f"servers must be a mapping of names, not {type(servers).__name__}")
+    in_process = {n: c for n, c in servers.items() if isinstance(c, MCPServer | LowLevelServer)}
+    parsed = parse_servers({n: c for n, c in servers.items() if n not in in_process})
+    configs: dict[str, ServerConfig | InProcessServer] = {**parsed, **in_process}
+    running = [
+        Server(
+            name,
+            config,
+            call_timeout=_timeout(config, call_timeout),
+            startup_timeout=startup_timeout,
+            max_result_chars=max_result_chars,
+        )
+        for name, config in configs.items()
+    ]
+    return _MCPToolsManager(running)
+
+
+def _timeout(config: ServerConfig | InProcessServer, default: float) -> float:
+    if isinstance(config, StdioServerConfig | HttpServerConfig) and config.timeout is not None:
+        return config.timeout
+    return default

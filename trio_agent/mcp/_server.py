@@ -1,0 +1,243 @@
+"""One MCP server: its transport and ``ClientSession``, owned by one task.
+
+The SDK's transports and sessions are anyio task groups and cancel scopes, so they
+must be entered and left by the same task: :meth:`Server.run` does both, and
+:meth:`Server.call` (run by the executor's tool tasks) only sends requests on the
+session. A server that cannot start, or dies, is marked failed: its calls get
+error results, never a hang, and nothing raises out of the ``open_mcp_tools`` block.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, TextIO
+
+import attrs
+import httpx2
+import mcp
+import trio
+
+# The SDK's own in-memory transport (what ``mcp.Client(server)`` uses); it has no
+# public name yet.
+from mcp.client._memory import InMemoryTransport
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.lowlevel import Server as LowLevelServer
+from mcp.server.mcpserver import MCPServer
+
+from .._tools import ToolContext, ToolOutput
+from ._config import HttpServerConfig, ServerConfig, StdioServerConfig
+from ._convert import tool_output
+
+__all__ = ["InProcessServer", "MCPProgress", "Server"]
+
+logger = logging.getLogger("trio_agent.mcp")
+
+#: An in-process server (the SDK's ``MCPServer`` or low-level ``Server``).
+InProcessServer = MCPServer | LowLevelServer[Any]
+
+#: Seconds the stderr reader may go on draining once its server has stopped.
+_STDERR_DRAIN = 0.5
+
+
+@attrs.frozen
+class MCPProgress:
+    """An MCP progress notification, as it reaches ``ctx.progress``."""
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+    def __str__(self) -> str:
+        amount = f"{self.progress:g}" if self.total is None else f"{self.progress:g}/{self.total:g}"
+        return f"{amount} {self.message}" if self.message else amount
+
+
+async def _log_stderr(server: str, stream: trio.lowlevel.FdStream) -> None:
+    """Each line the server writes to stderr, to the ``trio_agent.mcp`` log."""
+    pending = b""
+    while chunk := await stream.receive_some(65536):
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            logger.info("[%s stderr] %s", server, line.decode(errors="replace"))
+        pending = pending[-65536:]  # a line without an end is kept to a bounded size
+    if pending:
+        logger.info("[%s stderr] %s", server, pending.decode(errors="replace"))
+
+
+def _transport(
+    config: ServerConfig | InProcessServer, stderr: _StderrPipe | None
+) -> AbstractAsyncContextManager[Any]:
+    if isinstance(config, StdioServerConfig):
+        assert stderr is not None
+        params = StdioServerParameters(
+            command=config.command, args=list(config.args), env=dict(config.env), cwd=config.cwd
+        )
+        return stdio_client(params, errlog=stderr.errlog)
+    if isinstance(config, HttpServerConfig):
+        return _http(config)
+    return InMemoryTransport(config)
+
+
+@asynccontextmanager
+async def _http(config: HttpServerConfig) -> AsyncGenerator[Any]:
+    # The SDK's default timeouts (30 s, reads 300 s: a response may stay open).
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with (
+        httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout) as client,
+        streamable_http_client(config.url, http_client=client) as streams,
+    ):
+        yield streams
+
+
+@attrs.define(eq=False)
+class _StderrPipe:
+    """A pipe for a stdio server's stderr; its lines go to the log, not the terminal."""
+
+    server: str
+    stream: trio.lowlevel.FdStream
+    errlog: TextIO
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+
+    @classmethod
+    def open(cls, server: str) -> _StderrPipe:
+        read_fd, write_fd = os.pipe()
+        # Both ends are owned at once: the stream closes the read end, stop() the other.
+        return cls(server, trio.lowlevel.FdStream(read_fd), os.fdopen(write_fd, "w"))
+
+    async def pump(self) -> None:
+        async with self.stream:
+            with self.scope:
+                await _log_stderr(self.server, self.stream)
+
+    def stop(self) -> None:
+        """Stop reading soon: the server is gone, but a survivor may hold the pipe."""
+        self.errlog.close()
+        self.scope.deadline = min(self.scope.deadline, trio.current_time() + _STDERR_DRAIN)
+
+
+@attrs.define(eq=False)
+class Server:
+    """One configured server: :meth:`run` owns its connection, :meth:`call` uses it."""
+
+    name: str
+    config: ServerConfig | InProcessServer
+    call_timeout: float
+    startup_timeout: float
+    max_result_chars: int
+    #: The ``tools/list`` entries (wire JSON), once started.
+    listed: list[dict[str, Any]] = attrs.field(factory=list[dict[str, Any]])
+    #: Why the server cannot take calls (None while it can).
+    failure: str | None = None
+    _session: mcp.ClientSession | None = None
+    _closing: trio.Event = attrs.field(factory=trio.Event)
+    _calls: set[trio.CancelScope] = attrs.field(factory=set[trio.CancelScope])
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Connect, list the tools, report started, and hold the connection until
+        :meth:`close`; a failure at any point is recorded, never raised."""
+        stderr: _StderrPipe | None = None
+        async with trio.open_nursery() as nursery:
+            if isinstance(self.config, StdioServerConfig):
+                stderr = _StderrPipe.open(self.name)
+                nursery.start_soon(stderr.pump)
+            try:
+                with trio.CancelScope(
+                    deadline=trio.current_time() + self.startup_timeout
+                ) as startup:
+                    async with (
+                        _transport(self.config, stderr) as (read, write),
+                        mcp.ClientSession(read, write) as session,
+                    ):
+                        if stderr is not None:
+                            stderr.errlog.close()  # the child has its own copy
+                        await session.initialize()
+                        self.listed = await _list_tools(session)
+                        startup.deadline = math.inf
+                        self._session = session
+                        task_status.started()
+                        task_status = trio.TASK_STATUS_IGNORED
+                        await self._closing.wait()
+                if startup.cancelled_caught:
+                    self._fail(f"did not start within {self.startup_timeout:g} s")
+            except Exception as exc:
+                self._fail(_describe(exc))
+            finally:
+                self._session = None
+                if stderr is not None:
+                    stderr.stop()
+        # Only reached without a cancellation (a cancelled start is not a start).
+        if task_status is not trio.TASK_STATUS_IGNORED:
+            logger.warning("MCP server %r failed to start: %s", self.name, self.failure)
+            task_status.started()
+        elif self.failure is not None:
+            logger.warning("MCP server %r stopped: %s", self.name, self.failure)
+
+    def close(self) -> None:
+        """Let :meth:`run` leave its connection (bounded by the SDK's shutdown)."""
+        self._closing.set()
+
+    def _fail(self, why: str) -> None:
+        if self.failure is None and not self._closing.is_set():
+            self.failure = why
+        for scope in self._calls:
+            scope.cancel()
+
+    async def call(self, tool: str, input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+        """Call *tool*; any failure of the server or the call is an error result."""
+        session = self._session
+        if session is None:
+            await trio.lowlevel.checkpoint()
+            why = self.failure or "is closed"
+            return ToolOutput(f"MCP server {self.name!r} {why}", is_error=True)
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            ctx.progress(MCPProgress(progress, total, message))
+
+        result: mcp.types.CallToolResult | None = None
+        with trio.move_on_after(self.call_timeout) as scope:
+            self._calls.add(scope)
+            try:
+                result = await session.call_tool(tool, dict(input), progress_callback=progress)
+            except Exception as exc:
+                return ToolOutput(
+                    f"MCP tool {tool!r} of server {self.name!r} failed: {_describe(exc)}",
+                    is_error=True,
+                )
+            finally:
+                self._calls.discard(scope)
+        if result is None:
+            why = self.failure or f"did not answer within {self.call_timeout:g} s"
+            return ToolOutput(f"MCP tool {tool!r} of server {self.name!r}: {why}", is_error=True)
+        return tool_output(
+            result.model_dump(mode="json", by_alias=True, exclude_none=True),
+            max_chars=self.max_result_chars,
+        )
+
+
+async def _list_tools(session: mcp.ClientSession) -> list[dict[str, Any]]:
+    """Every page of ``tools/list``, as wire JSON (a cursor seen twice ends it)."""
+    listed: list[dict[str, Any]] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    while True:
+        params = None if cursor is None else mcp.types.PaginatedRequestParams(cursor=cursor)
+        page = await session.list_tools(params=params)
+        listed.extend(
+            t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools
+        )
+        cursor = page.next_cursor
+        if not cursor or cursor in seen:
+            return listed
+        seen.add(cursor)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        return _describe(exc.exceptions[0])
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
