@@ -23,11 +23,12 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, final
 
+import attrs
 import httpx
 import trio
 
 from .._exceptions import APIStatusError
-from .._messages import AssistantMessage, UserMessage
+from .._messages import AssistantMessage, ContentBlock, OpaqueBlock, UserMessage
 from .._tools import Tool
 from ._accumulate import MessageAccumulator, StreamLimits
 from ._errors_http import RETRYABLE_ERROR_TYPES, error_from_response
@@ -39,6 +40,31 @@ __all__ = ["DEFAULT_BASE_URL", "AnthropicClient"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
+
+
+#: Block types another provider wrote that mean nothing to Anthropic, left out of a
+#: request: an OpenAI ``reasoning`` item (an :class:`OpaqueBlock`) is state only OpenAI
+#: can read, as a ``ThinkingBlock``'s signature only Anthropic can check (OpenAIClient
+#: leaves those out). The Messages API has no block of these types.
+_FOREIGN_BLOCK_TYPES = frozenset({"reasoning"})
+
+
+def _foreign(block: ContentBlock) -> bool:
+    return isinstance(block, OpaqueBlock) and block.type in _FOREIGN_BLOCK_TYPES
+
+
+def _message_params(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """The wire form of *messages*; an assistant message's foreign blocks left out (and
+    the message itself, if nothing else was in it: the API joins the turns around it)."""
+    params: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage) and any(_foreign(b) for b in message.content):
+            kept = tuple(b for b in message.content if not _foreign(b))
+            if not kept:
+                continue
+            message = attrs.evolve(message, content=kept)
+        params.append(_message_param(message))
+    return params
 
 
 def _message_param(message: Any) -> dict[str, Any]:
@@ -153,11 +179,16 @@ class AnthropicClient:
         tools: Sequence[Tool | Mapping[str, Any]] | None = None,
         **params: Any,
     ) -> dict[str, Any]:
-        """The JSON body of a streaming Messages API request."""
+        """The JSON body of a streaming Messages API request.
+
+        Blocks another provider wrote that the Messages API has no form for are left
+        out (an OpenAI ``reasoning`` item), so a history
+        can move from :class:`OpenAIClient` to this client mid-conversation.
+        """
         body: dict[str, Any] = {
             "model": model,
             "max_tokens": max_tokens,
-            "messages": [_message_param(m) for m in messages],
+            "messages": _message_params(messages),
         }
         if system is not None:
             body["system"] = system if isinstance(system, str) else [dict(s) for s in system]
