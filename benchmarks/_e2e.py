@@ -164,6 +164,80 @@ def bench_scenario(scenario: Scenario) -> Callable[[Config], list[Series]]:
     return run
 
 
+def bench_openai(scenario: Scenario) -> Callable[[Config], list[Series]]:
+    """The scenario over OpenAI's Responses API: ``OpenAIClient`` + ``query()`` against
+    the same server speaking Responses streams, paired with its ideal; the after-stream
+    loops on the same client (the peers are Anthropic-only)."""
+
+    def run(config: Config) -> list[Series]:
+        scale = QUICK_SCALE if config.quick else 1.0
+        base = f"{server_url(config)}/s/{scenario.name}/{scale}"
+        root = corpus(config)
+        name = f"e2e.openai_responses.{scenario.name}"
+        provider = "openai-responses"
+
+        def row(contestant: str, vs: str = "trio_agent") -> Series:
+            subject = None if contestant == vs else vs
+            return Series(name, contestant, "turn wall time", "s", subject=subject)
+
+        ours, ideal = row("trio_agent"), row("ideal")
+        # As for the Anthropic rows: also without the default cap of 10 when the
+        # scenario has more safe calls than that (the after-stream loops have none).
+        wide = scenario.wide_concurrency
+        wide_name = f"trio_agent (max_tool_concurrency={wide})"
+        pairs = [(10, ours, ideal)]
+        if wide is not None:
+            pairs.append(
+                (wide, row(wide_name, wide_name), row(f"ideal (max_concurrency={wide})", wide_name))
+            )
+        seq, par = row("after-stream sequential"), row("after-stream parallel")
+        timeout = QUICK_SAMPLE_TIMEOUT if config.quick else SAMPLE_TIMEOUT
+        if not config.quick:
+            run_query(base, root, timeout=timeout, provider=provider)  # warm-up, untimed
+        runs: list[QueryRun] = []
+
+        def one(timeout: float, cap: int) -> float:
+            runs.append(
+                run_query(base, root, max_tool_concurrency=cap, timeout=timeout, provider=provider)
+            )
+            return runs[-1].end
+
+        for _ in range(config.repeat):
+            for cap, wall, best in pairs:
+                if sample(wall, partial(one, cap=cap), timeout) is not None:
+                    best.samples.append(ideal_turn(runs[-1]))
+            sample(
+                seq,
+                lambda t: run_after_stream(
+                    base, root, parallel=False, timeout=t, provider=provider
+                ),
+                timeout,
+            )
+            sample(
+                par,
+                lambda t: run_after_stream(base, root, parallel=True, timeout=t, provider=provider),
+                timeout,
+            )
+        if runs:
+            config.timelines.append(
+                timeline(f"{name}: {scenario.description} (trio_agent, OpenAI Responses)", runs[0])
+            )
+        return [*(s for _, wall, best in pairs for s in (wall, best)), seq, par]
+
+    return run
+
+
+#: The scenarios also run over OpenAI's Responses API.
+OPENAI_SCENARIOS = ("seed1", "fifty_safe")
+
 BENCHMARKS: list[Benchmark] = [
-    Benchmark(f"e2e.{s.name}", s.description, bench_scenario(s)) for s in SCENARIOS.values()
+    *(Benchmark(f"e2e.{s.name}", s.description, bench_scenario(s)) for s in SCENARIOS.values()),
+    *(
+        Benchmark(
+            f"e2e.openai_responses.{n}",
+            f"{SCENARIOS[n].description} over OpenAI Responses",
+            bench_openai(SCENARIOS[n]),
+        )
+        for n in OPENAI_SCENARIOS
+    ),
 ]
