@@ -148,9 +148,20 @@ async def open_http_stream(
             http = await stack.enter_async_context(
                 httpx.AsyncClient(timeout=httpx.Timeout(None, connect=settings.connect_timeout))
             )
-        items = _ItemStream(settings, edge, http, body)
+        items = _ItemStream(_Request(settings, edge, http, body, trio.current_time()))
         stack.push_async_callback(items.aclose)
         yield items
+
+
+@attrs.frozen
+class _Request:
+    """One stream's request: what every attempt at it sends, and when it began."""
+
+    settings: StreamSettings
+    edge: ProviderEdge
+    http: httpx.AsyncClient
+    body: dict[str, Any] = attrs.field(repr=False)
+    started: float
 
 
 @final
@@ -166,18 +177,8 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
     next one raises :class:`StreamTruncatedError`.
     """
 
-    def __init__(
-        self,
-        settings: StreamSettings,
-        edge: ProviderEdge,
-        http: httpx.AsyncClient,
-        body: dict[str, Any],
-    ) -> None:
-        self._settings = settings
-        self._edge = edge
-        self._http = http
-        self._body = body
-        self._started = trio.current_time()
+    def __init__(self, request: _Request) -> None:
+        self._request = request
         self._retries = 0
         self._attempt: _Attempt | None = None
         self._attempt_stack: contextlib.AsyncExitStack | None = None
@@ -215,14 +216,12 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
 
     async def _read_items(self) -> list[StreamItem]:
         """The items of the next chunk (never []), retrying before any content."""
-        retry = self._settings.retry
+        retry = self._request.settings.retry
         while True:
             attempt = self._attempt
             try:
                 if attempt is None:
-                    attempt = _Attempt(
-                        self._settings, self._edge, self._http, self._body, self._started
-                    )
+                    attempt = _Attempt(self._request)
                     self._attempt = attempt
                     self._attempt_stack = contextlib.AsyncExitStack()
                     await attempt.open(self._attempt_stack)
@@ -238,7 +237,7 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
                     attempt is None
                     or attempt.handed_out
                     or self._retries >= retry.max_retries
-                    or not _retryable(exc, retry, self._edge)
+                    or not _retryable(exc, retry, self._request.edge)
                 ):
                     self._finished = True
                     raise
@@ -279,22 +278,16 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
 class _Attempt:
     """One HTTP request of a stream: open it, then turn its events into items."""
 
-    def __init__(
-        self,
-        settings: StreamSettings,
-        edge: ProviderEdge,
-        http: httpx.AsyncClient,
-        body: dict[str, Any],
-        started: float,
-    ) -> None:
+    def __init__(self, request: _Request) -> None:
+        settings = request.settings
         self.settings = settings
-        self.edge = edge
-        self.http = http
-        self.body = body
-        self.started = started
+        self.edge = request.edge
+        self.http = request.http
+        self.body = request.body
+        self.started = request.started
         self.idle_timeout = settings.idle_timeout
         self.accumulator = MessageAccumulator(settings.limits)
-        self.decoder = edge.decoder(self.accumulator)
+        self.decoder = request.edge.decoder(self.accumulator)
         self.handed_out = False
         self.buffer: list[StreamItem] = []
         self.request_id: str | None = None
