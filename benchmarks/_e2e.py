@@ -25,7 +25,7 @@ from ._guard import QUICK_SAMPLE_TIMEOUT, SAMPLE_TIMEOUT, sample
 from ._ideal import ideal_turn, timeline
 from ._report import Series
 from ._scenarios import SCENARIOS, Scenario, make_corpus
-from ._turns import QueryRun, run_after_stream, run_query
+from ._turns import Provider, QueryRun, run_after_stream, run_query
 
 QUICK_SCALE = 0.15
 #: Seconds the server process may take to print its URL.
@@ -90,12 +90,19 @@ def corpus(config: Config) -> Path:
     return config.resources["corpus"]
 
 
-def bench_scenario(scenario: Scenario) -> Callable[[Config], list[Series]]:
+def bench_scenario(
+    scenario: Scenario, provider: Provider = "anthropic"
+) -> Callable[[Config], list[Series]]:
+    """The scenario's rows; with ``provider="openai-responses"`` trio_agent and the
+    after-stream loops run on ``OpenAIClient`` against the same server speaking Responses
+    streams, and the Anthropic-only peers (SDK tool runner, pydantic-ai) are left out."""
+    openai = provider == "openai-responses"
+
     def run(config: Config) -> list[Series]:
         scale = QUICK_SCALE if config.quick else 1.0
         base = f"{server_url(config)}/s/{scenario.name}/{scale}"
         root = corpus(config)
-        name = f"e2e.{scenario.name}"
+        name = f"e2e.openai_responses.{scenario.name}" if openai else f"e2e.{scenario.name}"
         subject = "trio_agent"
 
         def row(contestant: str, skipped: str | None = None, vs: str | None = subject) -> Series:
@@ -122,17 +129,22 @@ def bench_scenario(scenario: Scenario) -> Callable[[Config], list[Series]]:
         sdk = row("sdk tool_runner", sdk_missing)
         sdk_eager = row("sdk tool_runner eager", sdk_missing)
         pyd = row("pydantic-ai", _peers.pydantic_ai_missing())
+        peers = [] if openai else [sdk, sdk_eager, pyd]
         last: QueryRun | None = None
         timeout = QUICK_SAMPLE_TIMEOUT if config.quick else SAMPLE_TIMEOUT
         if not config.quick:
             # Warm up once (imports, first connections), untimed.
-            run_query(base, root, timeout=timeout)
+            run_query(base, root, timeout=timeout, provider=provider)
 
         def ours_sample(wall: Series, best: Series, cap: int) -> QueryRun | None:
             runs: list[QueryRun] = []
 
             def one(timeout: float) -> float:
-                runs.append(run_query(base, root, max_tool_concurrency=cap, timeout=timeout))
+                runs.append(
+                    run_query(
+                        base, root, max_tool_concurrency=cap, timeout=timeout, provider=provider
+                    )
+                )
                 return runs[-1].end
 
             if sample(wall, one, timeout) is None:
@@ -140,30 +152,49 @@ def bench_scenario(scenario: Scenario) -> Callable[[Config], list[Series]]:
             best.samples.append(ideal_turn(runs[-1]))
             return runs[-1]
 
+        def after_stream(parallel: bool, timeout: float) -> float:
+            return run_after_stream(
+                base, root, parallel=parallel, timeout=timeout, provider=provider
+            )
+
         for _ in range(config.repeat):
             last = ours_sample(ours, ideal, 10) or last
             if ours_wide is not None and ideal_wide is not None and wide is not None:
                 ours_sample(ours_wide, ideal_wide, wide)
-            sample(seq, lambda t: run_after_stream(base, root, parallel=False, timeout=t), timeout)
-            sample(par, lambda t: run_after_stream(base, root, parallel=True, timeout=t), timeout)
-            if sdk_missing is None:
+            sample(seq, partial(after_stream, False), timeout)
+            sample(par, partial(after_stream, True), timeout)
+            if not openai and sdk_missing is None:
                 sample(sdk, lambda t: _peers.sdk_turn(base, root, False, t), timeout)
                 sample(sdk_eager, lambda t: _peers.sdk_turn(base, root, True, t), timeout)
-            if pyd.skipped is None:
+            if not openai and pyd.skipped is None:
                 sample(pyd, lambda t: _peers.pydantic_ai_turn(base, root, t), timeout)
         if last is not None:
-            config.timelines.append(timeline(f"{name}: {scenario.description} (trio_agent)", last))
+            over = ", OpenAI Responses" if openai else ""
+            config.timelines.append(
+                timeline(f"{name}: {scenario.description} (trio_agent{over})", last)
+            )
         if scenario.name == "bash_cascade":
             ours.note = (
                 "trio_agent cancels the failing Bash's siblings (by design); the "
                 "others run every call to the end"
             )
         extra = [s for s in (ours_wide, ideal_wide) if s is not None]
-        return [ours, ideal, *extra, seq, par, sdk, sdk_eager, pyd]
+        return [ours, ideal, *extra, seq, par, *peers]
 
     return run
 
 
+#: The scenarios also run over OpenAI's Responses API.
+OPENAI_SCENARIOS = ("seed1", "fifty_safe")
+
 BENCHMARKS: list[Benchmark] = [
-    Benchmark(f"e2e.{s.name}", s.description, bench_scenario(s)) for s in SCENARIOS.values()
+    *(Benchmark(f"e2e.{s.name}", s.description, bench_scenario(s)) for s in SCENARIOS.values()),
+    *(
+        Benchmark(
+            f"e2e.openai_responses.{n}",
+            f"{SCENARIOS[n].description} over OpenAI Responses",
+            bench_scenario(SCENARIOS[n], "openai-responses"),
+        )
+        for n in OPENAI_SCENARIOS
+    ),
 ]

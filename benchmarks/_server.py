@@ -4,6 +4,8 @@ One loopback server (trio_agent.testing's h11 server) answers every contestant. 
 answer is chosen from the request alone, so any number of conversations can share it:
 the path ``/s/<scenario>/<scale>/v1/messages`` names the scenario, and the number of
 assistant messages already in the request's history says which answer comes next.
+``/s/<scenario>/<scale>/v1/responses`` serves the same answers as OpenAI Responses
+streams (the assistant turns of its ``input`` items counted instead).
 A non-streaming request (``"stream": false``, as pydantic-ai sends) gets the same
 message as JSON after the time the stream would have taken, like the real API.
 """
@@ -43,11 +45,15 @@ class Router:
         request = ScriptedRequest.build(method, path, headers, content)
         parts = path.strip("/").split("/")
         body = request.body if isinstance(request.body, dict) else {}
+        responses = parts[3:] == ["v1", "responses"]
         try:
-            if parts[0] != "s" or parts[3:] != ["v1", "messages"]:
+            if parts[0] != "s" or not (responses or parts[3:] == ["v1", "messages"]):
                 raise ValueError(f"unknown path {path}")
             script = self._answers(parts[1], float(parts[2]))
-            turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+            if responses:
+                turn = assistant_turns(body.get("input", []))
+            else:
+                turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
             answer = script[min(turn, len(script) - 1)]
         except (KeyError, IndexError, ValueError) as exc:
             answer = HTTPErrorAnswer(
@@ -60,7 +66,23 @@ class Router:
                 duration = plan_stream(answer).schedule()[-1][0]
                 message = {"type": "message", "role": "assistant", **answer.message.to_api()}
                 answer = HTTPErrorAnswer(status=200, body=message, delay=duration)
-        return ScriptedModel([answer]).respond(method, path, headers, content)
+        protocol = "openai-responses" if responses else "anthropic"
+        return ScriptedModel([answer], protocol=protocol).respond(method, path, headers, content)
+
+
+def assistant_turns(items: Any) -> int:
+    """How many assistant turns a Responses ``input`` holds: runs of assistant items
+    (``role: assistant`` messages, ``function_call`` and ``reasoning`` items)."""
+    turns = 0
+    inside = False
+    for item in items if isinstance(items, list) else []:
+        kind = item.get("type") if isinstance(item, dict) else None
+        role = item.get("role") if isinstance(item, dict) else None
+        assistant = role == "assistant" or kind in ("function_call", "reasoning")
+        if assistant and not inside:
+            turns += 1
+        inside = assistant
+    return turns
 
 
 async def _serve(port: int) -> None:

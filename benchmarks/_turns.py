@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import trio
@@ -160,29 +160,46 @@ async def after_stream_turn(client: Any, tools: list[Any], *, parallel: bool) ->
     return time.perf_counter() - t0
 
 
+#: The wire protocol a turn speaks: the Messages API, or OpenAI's Responses API.
+Provider = Literal["anthropic", "openai-responses"]
+
+
 async def with_client(
-    base_url: str, body: Callable[[Any], Awaitable[Any]], seconds: float = math.inf
+    base_url: str,
+    body: Callable[[Any], Awaitable[Any]],
+    seconds: float = math.inf,
+    provider: Provider = "anthropic",
 ) -> Any:
-    """Run ``body(client)`` with an ``AnthropicClient`` on *base_url* (no retries);
-    ``trio.TooSlowError`` if it takes more than *seconds*."""
+    """Run ``body(client)`` with an ``AnthropicClient`` on *base_url* (or an
+    ``OpenAIClient`` on ``{base_url}/v1`` for ``provider="openai-responses"``), no
+    retries; ``trio.TooSlowError`` if it takes more than *seconds*."""
     import httpx
 
-    from trio_agent import AnthropicClient, RetryPolicy
+    from trio_agent import AnthropicClient, OpenAIClient, RetryPolicy
 
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     with trio.fail_after(seconds):
         async with httpx.AsyncClient(timeout=httpx.Timeout(120.0), limits=limits) as http:
-            client = AnthropicClient(
-                api_key="bench",
-                base_url=base_url,
-                http_client=http,
-                retry=RetryPolicy(max_retries=0),
-            )
+            retry = RetryPolicy(max_retries=0)
+            client: Any
+            if provider == "anthropic":
+                client = AnthropicClient(
+                    api_key="bench", base_url=base_url, http_client=http, retry=retry
+                )
+            else:
+                client = OpenAIClient(
+                    api_key="bench", base_url=f"{base_url}/v1", http_client=http, retry=retry
+                )
             return await body(client)
 
 
 def run_query(
-    base_url: str, root: Path, *, max_tool_concurrency: int = 10, timeout: float = math.inf
+    base_url: str,
+    root: Path,
+    *,
+    max_tool_concurrency: int = 10,
+    timeout: float = math.inf,
+    provider: Provider = "anthropic",
 ) -> QueryRun:
     """One trio_agent turn in a fresh ``trio.run``, within *timeout* seconds."""
 
@@ -191,15 +208,20 @@ def run_query(
             client, scenario_tools(root), max_tool_concurrency=max_tool_concurrency
         )
 
-    return trio.run(with_client, base_url, body, timeout)
+    return trio.run(with_client, base_url, body, timeout, provider)
 
 
 def run_after_stream(
-    base_url: str, root: Path, *, parallel: bool, timeout: float = math.inf
+    base_url: str,
+    root: Path,
+    *,
+    parallel: bool,
+    timeout: float = math.inf,
+    provider: Provider = "anthropic",
 ) -> float:
     """One after-stream turn in a fresh ``trio.run``; its wall time (within *timeout* s)."""
 
     async def body(client: Any) -> float:
         return await after_stream_turn(client, scenario_tools(root), parallel=parallel)
 
-    return trio.run(with_client, base_url, body, timeout)
+    return trio.run(with_client, base_url, body, timeout, provider)

@@ -11,13 +11,9 @@ Example::
             elif isinstance(item, trio_agent.StreamResult):
                 print(item.message.stop_reason, item.ttft)
 
-The stream is read in the task that receives from it: ``receive()`` hands out the items
-of the last network read one at a time and, when none is left, reads the next chunk
-itself, so a token costs its read and nothing more (no task hop, no channel). The
-response is always closed when the ``async with`` block is left. Items before the first
-content event are held back, so a retry (an HTTP error, an in-stream
-``overloaded_error``...) is invisible to the consumer; once content was handed out,
-errors are raised, never retried.
+The request, retries, reads, idle watchdog and limits are those of every provider
+(:func:`open_http_stream`); this module says only what is Anthropic's: the URL, the
+headers, the typed errors, and that the events need no translation.
 """
 
 from __future__ import annotations
@@ -25,46 +21,64 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, final
 
+import attrs
 import httpx
 import trio
-from httpx_sse import EventSource, aconnect_sse
 
 from .._exceptions import (
     APIConnectionError,
     APIError,
     APIStatusError,
     APITimeoutError,
-    StreamIdleTimeoutError,
     StreamProtocolError,
-    StreamTruncatedError,
     excerpt,
 )
-from .._messages import AssistantMessage, UserMessage
+from .._messages import AssistantMessage, ContentBlock, OpaqueBlock, UserMessage
 from .._tools import Tool
 from ._accumulate import MessageAccumulator, StreamLimits
 from ._errors_http import RETRYABLE_ERROR_TYPES, error_from_response
+from ._http_stream import MAX_ERROR_BODY, ProviderEdge, open_http_stream, retryable
 from ._protocol import RetryObserver
 from ._retry import RetryPolicy
-from ._sse import ResponseReader, SSEParser
-from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics
-from ._watchdog import StallMeter
+from ._stream import StreamItem, StreamResult, StreamStatistics
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicClient"]
 
-logger = logging.getLogger("trio_agent.client")
-
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
-#: The most bytes of an error body that are read (the rest is not needed).
-_MAX_ERROR_BODY = 1024 * 1024
-#: How long closing a response may take when the stream was cancelled.
-_CLOSE_TIMEOUT = 5.0
-#: How long one non-streaming request (:meth:`AnthropicClient.create`) may take.
+
+
+#: Block types another provider wrote that mean nothing to Anthropic, left out of a
+#: request: an OpenAI ``reasoning`` item (an :class:`OpaqueBlock`) is state only OpenAI
+#: can read, as a ``ThinkingBlock``'s signature only Anthropic can check (OpenAIClient
+#: leaves those out). The Messages API has no block of these types.
+_FOREIGN_BLOCK_TYPES = frozenset({"reasoning"})
+
+
+#: How long the non-streaming last resort may take (the SDK's default timeout).
 _CREATE_TIMEOUT = 600.0
-_CONTENT_EVENTS = frozenset({"content_block_start", "content_block_delta", "content_block_stop"})
+logger = logging.getLogger("trio_agent.client")
+
+
+def _foreign(block: ContentBlock) -> bool:
+    return isinstance(block, OpaqueBlock) and block.type in _FOREIGN_BLOCK_TYPES
+
+
+def _message_params(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """The wire form of *messages*; an assistant message's foreign blocks left out (and
+    the message itself, if nothing else was in it: the API joins the turns around it)."""
+    params: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage) and any(_foreign(b) for b in message.content):
+            kept = tuple(b for b in message.content if not _foreign(b))
+            if not kept:
+                continue
+            message = attrs.evolve(message, content=kept)
+        params.append(_message_param(message))
+    return params
 
 
 def _message_param(message: Any) -> dict[str, Any]:
@@ -83,16 +97,27 @@ def _tool_param(tool: Any) -> dict[str, Any]:
     raise TypeError(f"a tool must be a Tool or dict, not {tool!r}")
 
 
-def _retryable(exc: Exception, policy: RetryPolicy) -> bool:
-    # A read error or a body cut before any content (StreamTruncatedError) is as
-    # harmless to retry as a connection error before the headers.
-    if isinstance(exc, (APIConnectionError, StreamIdleTimeoutError, StreamTruncatedError)):
-        return True
-    if isinstance(exc, APIStatusError):
-        if exc.status_code is None:  # an in-stream error event
-            return exc.error_type in RETRYABLE_ERROR_TYPES
-        return policy.should_retry(exc.status_code, exc.headers)
-    return False
+def _retryable_in_stream(exc: APIStatusError) -> bool:
+    return exc.error_type in RETRYABLE_ERROR_TYPES
+
+
+@final
+class _MessagesDecoder:
+    """Messages API events are already canonical: decoded, never translated."""
+
+    def __init__(self, accumulator: MessageAccumulator) -> None:
+        self._accumulator = accumulator
+        self._decode = accumulator.decode
+
+    def translate(self, data: str) -> tuple[dict[str, Any]]:
+        return (self._decode(data),)
+
+    def events(self) -> int:
+        return self._accumulator.statistics().events
+
+    def statistics(self) -> tuple[int, int, int]:
+        stats = self._accumulator.statistics()
+        return stats.events, stats.pings, stats.ignored
 
 
 @final
@@ -168,11 +193,16 @@ class AnthropicClient:
         tools: Sequence[Tool | Mapping[str, Any]] | None = None,
         **params: Any,
     ) -> dict[str, Any]:
-        """The JSON body of a streaming Messages API request."""
+        """The JSON body of a streaming Messages API request.
+
+        Blocks another provider wrote that the Messages API has no form for are left
+        out (an OpenAI ``reasoning`` item), so a history
+        can move from :class:`OpenAIClient` to this client mid-conversation.
+        """
         body: dict[str, Any] = {
             "model": model,
             "max_tokens": max_tokens,
-            "messages": [_message_param(m) for m in messages],
+            "messages": _message_params(messages),
         }
         if system is not None:
             body["system"] = system if isinstance(system, str) else [dict(s) for s in system]
@@ -219,7 +249,16 @@ class AnthropicClient:
             tools=tools,
             **params,
         )
-        return _open_stream(self, self._headers(), body, self._http_client, on_retry)
+        return open_http_stream(self, self._edge(), body, self._http_client, on_retry)
+
+    def _edge(self) -> ProviderEdge:
+        return ProviderEdge(
+            url=f"{self.base_url}/v1/messages",
+            headers=self._headers(),
+            error_from_response=error_from_response,
+            retryable_in_stream=_retryable_in_stream,
+            decoder=_MessagesDecoder,
+        )
 
     async def create(
         self,
@@ -266,7 +305,7 @@ class AnthropicClient:
                 except APIError as exc:
                     if (
                         retries >= self.retry.max_retries
-                        or not _retryable(exc, self.retry)
+                        or not retryable(exc, self.retry, self._edge())
                         or (on_retry is not None and not on_retry(exc))
                     ):
                         raise
@@ -295,7 +334,7 @@ class AnthropicClient:
         if not response.is_success:
             raise error_from_response(
                 response.status_code,
-                response.content[:_MAX_ERROR_BODY],
+                response.content[:MAX_ERROR_BODY],
                 headers=dict(response.headers),
                 request_id=request_id,
             )
@@ -315,359 +354,3 @@ class AnthropicClient:
             statistics=StreamStatistics(retries=retries),
             request_id=request_id,
         )
-
-
-@contextlib.asynccontextmanager
-async def _open_stream(
-    client: AnthropicClient,
-    headers: dict[str, str],
-    body: dict[str, Any],
-    http: httpx.AsyncClient | None,
-    on_retry: RetryObserver | None = None,
-) -> AsyncGenerator[trio.abc.ReceiveChannel[StreamItem], None]:
-    """The stream's channel; leaving the block closes whatever response is open."""
-    async with contextlib.AsyncExitStack() as stack:
-        if http is None:
-            http = await stack.enter_async_context(
-                httpx.AsyncClient(timeout=httpx.Timeout(None, connect=client.connect_timeout))
-            )
-        items = _ItemStream(client, headers, http, body, on_retry)
-        stack.push_async_callback(items.aclose)
-        yield items
-
-
-@final
-class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
-    """The items of one stream, read in the task that asks for them.
-
-    ``receive()`` hands out the items of the last network read one at a time; when
-    none is left, it reads in the caller's task (no task switch beyond the read's own)
-    until some item can be handed out: those of one chunk. The idle watchdog is a
-    cancel scope around that read only, so the consumer's own time never counts, and
-    no scope outlives a call. Retries (before any content was handed out) happen inside
-    ``receive()`` too, invisibly. A ``receive()`` cancelled in the middle of a read
-    ends the stream: the next one raises :class:`StreamTruncatedError`.
-    """
-
-    def __init__(
-        self,
-        client: AnthropicClient,
-        headers: dict[str, str],
-        http: httpx.AsyncClient,
-        body: dict[str, Any],
-        on_retry: RetryObserver | None = None,
-    ) -> None:
-        self._client = client
-        self._on_retry = on_retry
-        self._headers = headers
-        self._http = http
-        self._body = body
-        self._started = trio.current_time()
-        self._retries = 0
-        self._attempt: _Attempt | None = None
-        self._attempt_stack: contextlib.AsyncExitStack | None = None
-        self._items: list[StreamItem] = []
-        self._next = 0
-        #: The result was handed out, or an error raised: nothing more to read.
-        self._finished = False
-        self._interrupted = False
-        self._closed = False
-        self._busy = False
-
-    async def receive(self) -> StreamItem:
-        items, index = self._items, self._next
-        if index < len(items):
-            await trio.lowlevel.checkpoint_if_cancelled()
-            self._next = index + 1
-            return items[index]
-        if self._closed:
-            raise trio.ClosedResourceError("the stream's channel is closed")
-        if self._busy:
-            raise trio.BusyResourceError("another task is already receiving from this stream")
-        await trio.lowlevel.checkpoint_if_cancelled()
-        if self._interrupted:
-            raise StreamTruncatedError("a cancelled receive() interrupted the stream mid-read")
-        if self._finished:
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            raise trio.EndOfChannel
-        self._busy = True
-        try:
-            items = await self._read_items()
-        finally:
-            self._busy = False
-        self._items, self._next = items, 1
-        return items[0]
-
-    async def _read_items(self) -> list[StreamItem]:
-        """The items of the next chunk (never []), retrying before any content."""
-        client = self._client
-        while True:
-            attempt = self._attempt
-            try:
-                if attempt is None:
-                    attempt = _Attempt(client, self._headers, self._http, self._body, self._started)
-                    self._attempt = attempt
-                    self._attempt_stack = contextlib.AsyncExitStack()
-                    await attempt.open(self._attempt_stack)
-                items = await attempt.next_items()
-                if attempt.accumulator.stopped:
-                    self._finished = True
-                    await self._end_attempt()
-                    items.append(attempt.result(self._retries))
-                return items
-            except Exception as exc:
-                await self._end_attempt()
-                if (
-                    attempt is None
-                    or attempt.handed_out
-                    or self._retries >= client.retry.max_retries
-                    or not _retryable(exc, client.retry)
-                    or (self._on_retry is not None and not self._on_retry(exc))
-                ):
-                    self._finished = True
-                    raise
-                headers = exc.headers if isinstance(exc, APIStatusError) else None
-                delay = client.retry.delay(self._retries, headers)
-                self._retries += 1
-                logger.info(
-                    "retry %d/%d in %.3fs after %s: %s",
-                    self._retries,
-                    client.retry.max_retries,
-                    delay,
-                    type(exc).__name__,
-                    exc,
-                )
-                try:
-                    await trio.sleep(delay)
-                except BaseException:
-                    self._interrupted = True
-                    raise
-            except BaseException:
-                self._interrupted = True
-                await self._end_attempt()
-                raise
-
-    async def _end_attempt(self) -> None:
-        """Close the current attempt's response (shielded, bounded), if any."""
-        stack, self._attempt_stack, self._attempt = self._attempt_stack, None, None
-        if stack is not None:
-            await stack.aclose()
-
-    async def aclose(self) -> None:
-        self._closed = True
-        self._items, self._next = [], 0
-        await self._end_attempt()
-        await trio.lowlevel.checkpoint()
-
-
-class _Attempt:
-    """One HTTP request of a stream: open it, then turn its events into items."""
-
-    def __init__(
-        self,
-        client: AnthropicClient,
-        headers: dict[str, str],
-        http: httpx.AsyncClient,
-        body: dict[str, Any],
-        started: float,
-    ) -> None:
-        self.client = client
-        self.headers = headers
-        self.http = http
-        self.body = body
-        self.started = started
-        self.accumulator = MessageAccumulator(client.limits)
-        self.handed_out = False
-        self.buffer: list[StreamItem] = []
-        self.request_id: str | None = None
-        self.ttft: float | None = None
-        self.stall = StallMeter(client.stall_timeout, trio.current_time())
-        self.reader: ResponseReader | None = None
-        self.parser = SSEParser(client.limits.max_event_bytes)
-        self.eof = False
-        #: Whether httpcore's read timeout bounds the reads (see :meth:`next_items`).
-        self.watched = False
-        #: An error met after some items of the same read, raised at the next call.
-        self.failure: Exception | None = None
-
-    async def open(self, stack: contextlib.AsyncExitStack) -> None:
-        """Send the request; check the answer; leave its body ready to read."""
-        client = self.client
-        source: EventSource | None = None
-        headers = {**self.headers, "accept-encoding": "identity"}
-        with trio.move_on_after(client.idle_timeout):
-            try:
-                source = await stack.enter_async_context(
-                    aconnect_sse(
-                        self.http,
-                        "POST",
-                        f"{client.base_url}/v1/messages",
-                        json=self.body,
-                        headers=headers,
-                        # httpcore bounds each network read by this (a cancel scope
-                        # it opens per read anyway): the idle watchdog at no extra cost.
-                        timeout=httpx.Timeout(
-                            None, **(self.http.timeout.as_dict() | {"read": client.idle_timeout})
-                        ),
-                    )
-                )
-            except httpx.TimeoutException as exc:
-                raise APITimeoutError(f"request timed out: {type(exc).__name__}") from exc
-            except httpx.TransportError as exc:
-                raise APIConnectionError(f"connection failed: {type(exc).__name__}: {exc}") from exc
-        if source is None:
-            raise APITimeoutError(f"no response within idle_timeout={client.idle_timeout}s")
-        response = source.response
-        # A response read from a network stream (httpcore) has the read timeout above;
-        # any other transport gets the client's own cancel scope around its reads.
-        self.watched = response.extensions.get("network_stream") is not None
-        self.reader = ResponseReader(response)
-        stack.push_async_callback(_close, self.reader)
-        self.request_id = response.headers.get("request-id")
-        if not response.is_success:
-            content = await self._read_some(_MAX_ERROR_BODY)
-            raise error_from_response(
-                response.status_code,
-                content,
-                headers=dict(response.headers),
-                request_id=self.request_id,
-            )
-        content_type = response.headers.get("content-type", "")
-        if "text/event-stream" not in content_type.partition(";")[0].lower():
-            content = await self._read_some(1024)
-            raise StreamProtocolError(
-                f"expected a text/event-stream answer, got {content_type!r}: {excerpt(content)}"
-                + (f" (request id {self.request_id})" if self.request_id else "")
-            )
-        self.stall = StallMeter(client.stall_timeout, trio.current_time())
-
-    async def _read_some(self, limit: int) -> bytes:
-        assert self.reader is not None
-        parts: list[bytes] = []
-        size = 0
-        with trio.move_on_after(self.client.idle_timeout):
-            try:
-                while size < limit and (chunk := await self.reader.read()) is not None:
-                    parts.append(chunk)
-                    size += len(chunk)
-            except httpx.TransportError:
-                pass  # an error body cut short is still worth reporting
-        return b"".join(parts)[:limit]
-
-    async def _read(self) -> list[str]:
-        """The data of the events completed by the next chunk of the body (maybe none)."""
-        assert self.reader is not None
-        try:
-            chunk = await self.reader.read()
-        except httpx.ReadTimeout as exc:
-            raise StreamIdleTimeoutError(
-                f"no data for {self.client.idle_timeout}s (idle_timeout)"
-            ) from exc
-        except httpx.TransportError as exc:
-            raise StreamTruncatedError(
-                f"the connection broke mid-stream ({type(exc).__name__})"
-            ) from exc
-        if chunk is None:
-            self.eof = True
-            return self.parser.flush()
-        return self.parser.feed(chunk)
-
-    async def next_items(self) -> list[StreamItem]:
-        """Read until some items may be handed out: those of one chunk; never [].
-
-        Each read is bounded by ``idle_timeout``: by httpcore's read timeout when the
-        response comes from a network stream, else by a cancel scope whose deadline is
-        set once per read, and which is gone once this returns (so the consumer's own
-        time never counts).
-        """
-        if self.failure is not None:
-            failure, self.failure = self.failure, None
-            raise failure
-        if self.watched:
-            while True:
-                if (items := await self._next_chunk_items()) is not None:
-                    return items
-        idle_timeout = self.client.idle_timeout
-        with trio.CancelScope(deadline=trio.current_time() + idle_timeout) as idle:
-            while True:
-                if (items := await self._next_chunk_items()) is not None:
-                    return items
-                idle.deadline = trio.current_time() + idle_timeout
-        raise StreamIdleTimeoutError(f"no data for {idle_timeout}s (idle_timeout)")
-
-    async def _next_chunk_items(self) -> list[StreamItem] | None:
-        """The items of the next chunk, or None if it completed no event."""
-        if self.eof:
-            if self.accumulator.statistics().events == 0:
-                raise StreamTruncatedError("the stream ended without any event")
-            raise StreamTruncatedError("the stream ended before message_stop")
-        events = await self._read()
-        if not events:
-            return None
-        items: list[StreamItem] = []
-        try:
-            self._decode(events, items)
-        except Exception as exc:
-            if not items:
-                raise
-            # Hand out what came before the error first, as if read separately.
-            self.failure = exc
-        return items or None
-
-    def _decode(self, events: list[str], items: list[StreamItem]) -> None:
-        """Decode and accumulate *events* (one chunk's) into *items*, or hold them back
-        until the first content event (so that a retry stays invisible)."""
-        acc = self.accumulator
-        decode, feed, message_for = acc.decode, acc.feed, acc.message_for
-        now = trio.current_time()
-        active = False
-        try:
-            for data in events:
-                event = decode(data)
-                etype: str = event["type"]
-                if etype != "ping":
-                    active = True
-                try:
-                    done = feed(event)
-                except APIStatusError as exc:
-                    exc.request_id = exc.request_id or self.request_id
-                    raise
-                out = items if self.handed_out else self.buffer
-                out.append(StreamEvent(etype, event))
-                for block in done:
-                    if not isinstance(block, AssistantMessage):
-                        out.append(message_for(block))
-                if etype in _CONTENT_EVENTS or etype == "message_stop":
-                    if self.ttft is None and etype != "message_stop":
-                        self.ttft = now - self.started
-                    if not self.handed_out:
-                        self.handed_out = True
-                        items.extend(self.buffer)
-                        self.buffer = []
-                    if etype == "message_stop":
-                        break  # anything after it is not read
-        finally:
-            if active:
-                self.stall.activity(now)
-
-    def result(self, retries: int) -> StreamResult:
-        stats = self.accumulator.statistics()
-        return StreamResult(
-            message=self.accumulator.message,
-            ttft=self.ttft,
-            statistics=StreamStatistics(
-                events=stats.events,
-                pings=stats.pings,
-                ignored=stats.ignored,
-                stalls=self.stall.stalls,
-                stall_time=self.stall.stall_time,
-                retries=retries,
-            ),
-            request_id=self.request_id,
-        )
-
-
-async def _close(reader: ResponseReader) -> None:
-    # Runs on the way out, also when cancelled: shielded, with a bound.
-    with trio.move_on_after(_CLOSE_TIMEOUT, shield=True):
-        await reader.aclose()

@@ -19,63 +19,36 @@ events are translated (:mod:`._openai_events`) into Messages API events fed to t
 same :class:`MessageAccumulator`, so a function call reaches the executor the moment
 it is complete (``response.output_item.done`` for the Responses API).
 
-The stream runs in a ``@trio.as_safe_channel``; the items of each network read are
-handed over as one batch. Items before the first content event are held back, so a
-retry stays invisible; once content was handed out, errors are raised, never retried.
+The request, retries, reads, idle watchdog and limits are those of every provider
+(:func:`open_http_stream`: read in the receiving task, the items of each network read
+handed over together, a retry invisible before the first content event); this module
+says only what is OpenAI's: the URL, the headers, the typed errors and the translator.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
-import math
 import os
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, final
 
 import httpx
 import trio
-from httpx_sse import EventSource, aconnect_sse
 
-from .._exceptions import (
-    APIConnectionError,
-    APIStatusError,
-    APITimeoutError,
-    AuthenticationError,
-    StreamIdleTimeoutError,
-    StreamProtocolError,
-    StreamTruncatedError,
-    excerpt,
-)
+from .._exceptions import AuthenticationError
 from .._messages import AssistantMessage, UserMessage
 from .._tools import Tool
 from ._accumulate import MessageAccumulator, StreamLimits
+from ._http_stream import ProviderEdge, open_http_stream
 from ._openai_convert import OpenAIAPI, chat_body, responses_body
 from ._openai_errors import openai_error_from_response, retryable_in_stream
 from ._openai_events import ChatEvents, ResponsesEvents, decode_openai
 from ._retry import RetryPolicy
-from ._sse import ResponseReader, SSEParser
-from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics, one_by_one
-from ._watchdog import StallMeter
+from ._stream import StreamItem
 
 __all__ = ["OPENAI_BASE_URL", "OpenAIClient"]
 
-logger = logging.getLogger("trio_agent.client")
-
 OPENAI_BASE_URL = "https://api.openai.com/v1"
-_MAX_ERROR_BODY = 1024 * 1024
-_CLOSE_TIMEOUT = 5.0
-_CONTENT_EVENTS = frozenset({"content_block_start", "content_block_delta", "content_block_stop"})
-
-
-def _retryable(exc: Exception, policy: RetryPolicy) -> bool:
-    if isinstance(exc, APIConnectionError | StreamIdleTimeoutError):
-        return True
-    if isinstance(exc, APIStatusError):
-        if exc.status_code is None:  # an error inside the stream
-            return retryable_in_stream(exc)
-        return policy.should_retry(exc.status_code, exc.headers)
-    return False
 
 
 @final
@@ -226,227 +199,49 @@ class OpenAIClient:
             tools=tools,
             **params,
         )
-        return one_by_one(self._batches(body))
+        edge = ProviderEdge(
+            url=self.url,
+            headers=self._headers(),
+            error_from_response=openai_error_from_response,
+            retryable_in_stream=retryable_in_stream,
+            decoder=self._decoder,
+            request_id_headers=("x-request-id", "request-id"),
+            end="the response was complete",
+        )
+        return open_http_stream(self, edge, body, self._http_client)
 
     def _headers(self) -> dict[str, str]:
         return {**self.default_headers, "authorization": f"Bearer {self._api_key}"}
 
-    @trio.as_safe_channel
-    async def _batches(self, body: dict[str, Any]) -> AsyncGenerator[list[StreamItem], None]:
-        async with contextlib.AsyncExitStack() as stack:
-            http = self._http_client
-            if http is None:
-                http = await stack.enter_async_context(
-                    httpx.AsyncClient(timeout=httpx.Timeout(None, connect=self.connect_timeout))
-                )
-            started = trio.current_time()
-            retries = 0
-            while True:
-                attempt = _Attempt(self, http, body, started)
-                try:
-                    async with contextlib.AsyncExitStack() as attempt_stack:
-                        await attempt.open(attempt_stack)
-                        with attempt.idle:
-                            while True:
-                                yield await attempt.next_items()
-                                if attempt.accumulator.stopped:
-                                    break
-                        if attempt.idle.cancelled_caught:
-                            raise StreamIdleTimeoutError(
-                                f"no data for {self.idle_timeout}s (idle_timeout)"
-                            )
-                    yield [attempt.result(retries)]
-                    return
-                except Exception as exc:
-                    if (
-                        attempt.handed_out
-                        or retries >= self.retry.max_retries
-                        or not _retryable(exc, self.retry)
-                    ):
-                        raise
-                    headers = exc.headers if isinstance(exc, APIStatusError) else None
-                    delay = self.retry.delay(retries, headers)
-                    retries += 1
-                    logger.info(
-                        "retry %d/%d in %.3fs after %s: %s",
-                        retries,
-                        self.retry.max_retries,
-                        delay,
-                        type(exc).__name__,
-                        exc,
-                    )
-                    await trio.sleep(delay)
+    def _decoder(self, accumulator: MessageAccumulator) -> _OpenAIDecoder:
+        translator = (
+            ResponsesEvents()
+            if self.api == "responses"
+            else ChatEvents(early_tool_start=self.early_tool_start)
+        )
+        return _OpenAIDecoder(translator, accumulator, self.limits)
 
 
-class _Attempt:
-    """One HTTP request of a stream: open it, then turn its events into items."""
+@final
+class _OpenAIDecoder:
+    """OpenAI event data → canonical events, through the API's translator."""
 
     def __init__(
         self,
-        client: OpenAIClient,
-        http: httpx.AsyncClient,
-        body: dict[str, Any],
-        started: float,
+        translator: ResponsesEvents | ChatEvents,
+        accumulator: MessageAccumulator,
+        limits: StreamLimits,
     ) -> None:
-        self.client = client
-        self.http = http
-        self.body = body
-        self.started = started
-        self.accumulator = MessageAccumulator(client.limits)
-        self.translator: ResponsesEvents | ChatEvents = (
-            ResponsesEvents()
-            if client.api == "responses"
-            else ChatEvents(early_tool_start=client.early_tool_start)
-        )
-        self.handed_out = False
-        self.buffer: list[StreamItem] = []
-        self.request_id: str | None = None
-        self.ttft: float | None = None
-        self.stall = StallMeter(client.stall_timeout, trio.current_time())
-        self.reader: ResponseReader | None = None
-        self.parser = SSEParser(client.limits.max_event_bytes)
-        self.eof = False
-        self.idle = trio.CancelScope()
-        self.failure: Exception | None = None
+        self._translator = translator
+        self._accumulator = accumulator
+        self._limits = limits
 
-    async def open(self, stack: contextlib.AsyncExitStack) -> None:
-        """Send the request; check the answer; leave its body ready to read."""
-        client = self.client
-        source: EventSource | None = None
-        headers = {**client._headers(), "accept-encoding": "identity"}  # pyright: ignore[reportPrivateUsage]
-        with trio.move_on_after(client.idle_timeout):
-            try:
-                source = await stack.enter_async_context(
-                    aconnect_sse(self.http, "POST", client.url, json=self.body, headers=headers)
-                )
-            except httpx.TimeoutException as exc:
-                raise APITimeoutError(f"request timed out: {type(exc).__name__}") from exc
-            except httpx.TransportError as exc:
-                raise APIConnectionError(f"connection failed: {type(exc).__name__}: {exc}") from exc
-        if source is None:
-            raise APITimeoutError(f"no response within idle_timeout={client.idle_timeout}s")
-        response = source.response
-        self.reader = ResponseReader(response)
-        stack.push_async_callback(_close, self.reader)
-        self.request_id = response.headers.get("x-request-id") or response.headers.get("request-id")
-        if not response.is_success:
-            content = await self._read_some(_MAX_ERROR_BODY)
-            raise openai_error_from_response(
-                response.status_code,
-                content,
-                headers=dict(response.headers),
-                request_id=self.request_id,
-            )
-        content_type = response.headers.get("content-type", "")
-        if "text/event-stream" not in content_type.partition(";")[0].lower():
-            content = await self._read_some(1024)
-            raise StreamProtocolError(
-                f"expected a text/event-stream answer, got {content_type!r}: {excerpt(content)}"
-                + (f" (request id {self.request_id})" if self.request_id else "")
-            )
-        self.stall = StallMeter(client.stall_timeout, trio.current_time())
+    def translate(self, data: str) -> list[dict[str, Any]]:
+        return self._translator.feed(decode_openai(data, self._limits))
 
-    async def _read_some(self, limit: int) -> bytes:
-        assert self.reader is not None
-        parts: list[bytes] = []
-        size = 0
-        with trio.move_on_after(self.client.idle_timeout):
-            try:
-                while size < limit and (chunk := await self.reader.read()) is not None:
-                    parts.append(chunk)
-                    size += len(chunk)
-            except httpx.TransportError:
-                pass  # an error body cut short is still worth reporting
-        return b"".join(parts)[:limit]
+    def events(self) -> int:
+        return self._translator.events
 
-    async def _read(self) -> list[str]:
-        """The data of the events completed by the next chunk (within ``self.idle``)."""
-        assert self.reader is not None
-        idle = self.idle
-        idle.deadline = trio.current_time() + self.client.idle_timeout
-        try:
-            chunk = await self.reader.read()
-        except httpx.TransportError as exc:
-            raise StreamTruncatedError(
-                f"the connection broke mid-stream ({type(exc).__name__})"
-            ) from exc
-        finally:
-            idle.deadline = math.inf
-        if chunk is None:
-            self.eof = True
-            return self.parser.flush()
-        return self.parser.feed(chunk)
-
-    async def next_items(self) -> list[StreamItem]:
-        """Read until some items may be handed out: those of one chunk; never []."""
-        if self.failure is not None:
-            failure, self.failure = self.failure, None
-            raise failure
-        while True:
-            if self.eof:
-                if self.translator.events == 0:
-                    raise StreamTruncatedError("the stream ended without any event")
-                raise StreamTruncatedError("the stream ended before the response was complete")
-            events = await self._read()
-            if not events:
-                continue
-            items: list[StreamItem] = []
-            try:
-                self._decode(events, items)
-            except Exception as exc:
-                if not items:
-                    raise
-                self.failure = exc  # hand out what came before the error first
-            if items:
-                return items
-
-    def _decode(self, events: list[str], items: list[StreamItem]) -> None:
-        acc = self.accumulator
-        feed, message_for = acc.feed, acc.message_for
-        translate = self.translator.feed
-        limits = self.client.limits
-        now = trio.current_time()
-        try:
-            for data in events:
-                for event in translate(decode_openai(data, limits)):
-                    etype: str = event["type"]
-                    done = feed(event)
-                    out = items if self.handed_out else self.buffer
-                    out.append(StreamEvent(etype, event))
-                    for block in done:
-                        if not isinstance(block, AssistantMessage):
-                            out.append(message_for(block))
-                    if etype in _CONTENT_EVENTS or etype == "message_stop":
-                        if self.ttft is None and etype != "message_stop":
-                            self.ttft = now - self.started
-                        if not self.handed_out:
-                            self.handed_out = True
-                            items.extend(self.buffer)
-                            self.buffer = []
-                if acc.stopped:
-                    break  # anything after the end is not read
-        finally:
-            if events:
-                self.stall.activity(now)
-
-    def result(self, retries: int) -> StreamResult:
-        stats = self.accumulator.statistics()
-        return StreamResult(
-            message=self.accumulator.message,
-            ttft=self.ttft,
-            statistics=StreamStatistics(
-                events=self.translator.events,
-                pings=0,
-                ignored=stats.ignored + self.translator.ignored,
-                stalls=self.stall.stalls,
-                stall_time=self.stall.stall_time,
-                retries=retries,
-            ),
-            request_id=self.request_id,
-        )
-
-
-async def _close(reader: ResponseReader) -> None:
-    # Runs on the way out, also when cancelled: shielded, with a bound.
-    with trio.move_on_after(_CLOSE_TIMEOUT, shield=True):
-        await reader.aclose()
+    def statistics(self) -> tuple[int, int, int]:
+        ignored = self._accumulator.statistics().ignored + self._translator.ignored
+        return self._translator.events, 0, ignored

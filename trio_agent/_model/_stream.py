@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncGenerator
-from typing import Any, TypeAlias, final
+from typing import Any, TypeAlias
 
 import attrs
-import trio
 
 from .._messages import AssistantMessage
 
@@ -119,53 +116,3 @@ class StreamResult:
 
 #: Everything ``AnthropicClient.stream()`` yields.
 StreamItem: TypeAlias = StreamEvent | AssistantMessage | StreamResult
-
-
-@contextlib.asynccontextmanager
-async def one_by_one(
-    batches: contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[list[StreamItem]]],
-) -> AsyncGenerator[trio.abc.ReceiveChannel[StreamItem], None]:
-    """A channel of batches (lists of items) as a channel of single items."""
-    async with batches as channel:
-        yield _Items(channel)
-
-
-@final
-class _Items(trio.abc.ReceiveChannel[StreamItem]):
-    """The stream's items one at a time, taken from the batches the reading task sends.
-
-    An item already received costs no task switch; it is still a cancellation point
-    (``checkpoint_if_cancelled``), so a cancelled consumer stops at once.
-    """
-
-    def __init__(self, batches: trio.abc.ReceiveChannel[list[StreamItem]]) -> None:
-        self._batches = batches
-        self._items: list[StreamItem] = []
-        self._next = 0
-
-    async def receive(self) -> StreamItem:
-        items, index = self._items, self._next
-        if index < len(items):
-            await trio.lowlevel.checkpoint_if_cancelled()
-            self._next = index + 1
-            return items[index]
-        while True:
-            items = await self._batches.receive()
-            if items:
-                self._items, self._next = items, 1
-                return items[0]
-
-    async def __anext__(self) -> StreamItem:
-        items, index = self._items, self._next
-        if index < len(items):
-            await trio.lowlevel.checkpoint_if_cancelled()
-            self._next = index + 1
-            return items[index]
-        try:
-            return await self.receive()
-        except trio.EndOfChannel:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        self._items, self._next = [], 0
-        await self._batches.aclose()

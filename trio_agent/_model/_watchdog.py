@@ -3,7 +3,7 @@
 The idle watchdog is not here: on a network response it is httpcore's per-read timeout
 (``idle_timeout`` passed as the request's read timeout), otherwise a cancel scope
 around the reads of one ``receive()`` (see ``_Attempt.next_items`` in
-``_anthropic.py``); either way time spent by the consumer never counts.
+``_http_stream.py``); either way time spent by the consumer never counts.
 """
 
 from __future__ import annotations

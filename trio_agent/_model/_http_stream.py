@@ -1,0 +1,499 @@
+"""One read path for every provider: request, retry, read, idle/stall watch, limits.
+
+A provider says only what differs at its edge (:class:`ProviderEdge`): where the
+request goes and with which headers, how an HTTP error answer and an error inside the
+stream are typed, and how one SSE event's data becomes canonical (Messages API) stream
+events for the shared :class:`MessageAccumulator`. Everything else is here, once:
+:func:`open_http_stream` gives the channel of :class:`StreamItem`.
+
+The stream is read in the task that receives from it: ``receive()`` hands out the items
+of the last network read one at a time and, when none is left, reads the next chunk
+itself, so a token costs its read and nothing more (no task hop, no channel). The
+response is always closed when the ``async with`` block is left. Items before the first
+content event are held back, so a retry (an HTTP error, an in-stream overload...) is
+invisible to the consumer; once content was handed out, errors are raised, never
+retried.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from typing import Any, Protocol, final
+
+import attrs
+import httpx
+import trio
+from httpx_sse import EventSource, aconnect_sse
+
+from .._exceptions import (
+    APIConnectionError,
+    APIStatusError,
+    APITimeoutError,
+    StreamIdleTimeoutError,
+    StreamProtocolError,
+    StreamTruncatedError,
+    excerpt,
+)
+from .._messages import AssistantMessage
+from ._accumulate import MessageAccumulator, StreamLimits
+from ._protocol import RetryObserver
+from ._retry import RetryPolicy
+from ._sse import ResponseReader, SSEParser
+from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics
+from ._watchdog import StallMeter
+
+__all__ = ["EventDecoder", "ProviderEdge", "StreamSettings", "open_http_stream"]
+
+logger = logging.getLogger("trio_agent.client")
+
+#: The most bytes of an error body that are read (the rest is not needed).
+MAX_ERROR_BODY = 1024 * 1024
+#: How long closing a response may take when the stream was cancelled.
+_CLOSE_TIMEOUT = 5.0
+_CONTENT_EVENTS = frozenset({"content_block_start", "content_block_delta", "content_block_stop"})
+
+
+class StreamSettings(Protocol):
+    """The client settings the read path uses (both clients have them)."""
+
+    retry: RetryPolicy
+    idle_timeout: float
+    stall_timeout: float
+    connect_timeout: float
+    limits: StreamLimits
+
+
+class EventDecoder(Protocol):
+    """One attempt's translation of SSE event data into canonical stream events."""
+
+    def translate(self, data: str) -> Sequence[dict[str, Any]]:
+        """The canonical events one SSE event's data stands for (maybe none).
+
+        Raises:
+            TrioAgentError: bad data (typed: limit, protocol, an in-stream API error).
+        """
+        ...
+
+    def events(self) -> int:
+        """SSE events read so far."""
+        ...
+
+    def statistics(self) -> tuple[int, int, int]:
+        """``(events, pings, ignored)`` for :class:`StreamStatistics`."""
+        ...
+
+
+class ErrorFromResponse(Protocol):
+    def __call__(
+        self,
+        status_code: int,
+        content: bytes,
+        *,
+        headers: Mapping[str, str] | None = None,
+        request_id: str | None = None,
+    ) -> APIStatusError: ...
+
+
+@attrs.frozen
+class ProviderEdge:
+    """What one provider's streamed request differs in.
+
+    Attributes:
+        url: where the request is POSTed.
+        headers: its headers (the API key included: never logged).
+        error_from_response: the typed error for an HTTP error answer.
+        retryable_in_stream: whether an error inside a 200 stream is worth a retry.
+        decoder: a fresh :class:`EventDecoder` for an attempt, feeding this accumulator.
+        request_id_headers: the answer headers that carry the request id, in order.
+        end: what a complete stream ends with (for the truncation message).
+    """
+
+    url: str
+    headers: Mapping[str, str] = attrs.field(repr=False)
+    error_from_response: ErrorFromResponse
+    retryable_in_stream: Callable[[APIStatusError], bool]
+    decoder: Callable[[MessageAccumulator], EventDecoder]
+    request_id_headers: tuple[str, ...] = ("request-id",)
+    end: str = "message_stop"
+
+
+def retryable(exc: Exception, policy: RetryPolicy, edge: ProviderEdge) -> bool:
+    """Whether *exc*, met before any content was handed out, is worth a retry."""
+    # A read error or a body cut before any content (StreamTruncatedError) is as
+    # harmless to retry as a connection error before the headers.
+    if isinstance(exc, (APIConnectionError, StreamIdleTimeoutError, StreamTruncatedError)):
+        return True
+    if isinstance(exc, APIStatusError):
+        if exc.status_code is None:  # an error inside the stream
+            return edge.retryable_in_stream(exc)
+        return policy.should_retry(exc.status_code, exc.headers)
+    return False
+
+
+@contextlib.asynccontextmanager
+async def open_http_stream(
+    settings: StreamSettings,
+    edge: ProviderEdge,
+    body: dict[str, Any],
+    http: httpx.AsyncClient | None,
+    on_retry: RetryObserver | None = None,
+) -> AsyncGenerator[trio.abc.ReceiveChannel[StreamItem], None]:
+    """The stream's channel; leaving the block closes whatever response is open.
+
+    Args:
+        settings: retry policy, timeouts and limits (read when the stream opens).
+        edge: the provider's side of the request.
+        body: the JSON body (already converted for the provider).
+        http: the client to use (and not close); None opens one for this stream.
+        on_retry: called with the error before each retry; False stops retrying.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        if http is None:
+            http = await stack.enter_async_context(
+                httpx.AsyncClient(timeout=httpx.Timeout(None, connect=settings.connect_timeout))
+            )
+        items = _ItemStream(_Request(settings, edge, http, body, trio.current_time(), on_retry))
+        stack.push_async_callback(items.aclose)
+        yield items
+
+
+@attrs.frozen
+class _Request:
+    """One stream's request: what every attempt at it sends, and when it began."""
+
+    settings: StreamSettings
+    edge: ProviderEdge
+    http: httpx.AsyncClient
+    body: dict[str, Any] = attrs.field(repr=False)
+    started: float
+    on_retry: RetryObserver | None = None
+
+
+@final
+class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
+    """The items of one stream, read in the task that asks for them.
+
+    ``receive()`` hands out the items of the last network read one at a time; when
+    none is left, it reads in the caller's task (no task switch beyond the read's own)
+    until some item can be handed out: those of one chunk. The idle watchdog bounds
+    that read only, so the consumer's own time never counts, and no scope outlives a
+    call. Retries (before any content was handed out) happen inside ``receive()`` too,
+    invisibly. A ``receive()`` cancelled in the middle of a read ends the stream: the
+    next one raises :class:`StreamTruncatedError`.
+    """
+
+    def __init__(self, request: _Request) -> None:
+        self._request = request
+        self._retries = 0
+        self._attempt: _Attempt | None = None
+        self._attempt_stack: contextlib.AsyncExitStack | None = None
+        self._items: list[StreamItem] = []
+        self._next = 0
+        #: The result was handed out, or an error raised: nothing more to read.
+        self._finished = False
+        self._interrupted = False
+        self._closed = False
+        self._busy = False
+
+    async def receive(self) -> StreamItem:
+        items, index = self._items, self._next
+        if index < len(items):
+            await trio.lowlevel.checkpoint_if_cancelled()
+            self._next = index + 1
+            return items[index]
+        if self._closed:
+            raise trio.ClosedResourceError("the stream's channel is closed")
+        if self._busy:
+            raise trio.BusyResourceError("another task is already receiving from this stream")
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._interrupted:
+            raise StreamTruncatedError("a cancelled receive() interrupted the stream mid-read")
+        if self._finished:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            raise trio.EndOfChannel
+        self._busy = True
+        try:
+            items = await self._read_items()
+        finally:
+            self._busy = False
+        self._items, self._next = items, 1
+        return items[0]
+
+    async def _read_items(self) -> list[StreamItem]:
+        """The items of the next chunk (never []), retrying before any content."""
+        retry = self._request.settings.retry
+        while True:
+            attempt = self._attempt
+            try:
+                if attempt is None:
+                    attempt = _Attempt(self._request)
+                    self._attempt = attempt
+                    self._attempt_stack = contextlib.AsyncExitStack()
+                    await attempt.open(self._attempt_stack)
+                items = await attempt.next_items()
+                if attempt.accumulator.stopped:
+                    self._finished = True
+                    await self._end_attempt()
+                    items.append(attempt.result(self._retries))
+                return items
+            except Exception as exc:
+                await self._end_attempt()
+                if (
+                    attempt is None
+                    or attempt.handed_out
+                    or self._retries >= retry.max_retries
+                    or not retryable(exc, retry, self._request.edge)
+                    or (self._request.on_retry is not None and not self._request.on_retry(exc))
+                ):
+                    self._finished = True
+                    raise
+                headers = exc.headers if isinstance(exc, APIStatusError) else None
+                delay = retry.delay(self._retries, headers)
+                self._retries += 1
+                logger.info(
+                    "retry %d/%d in %.3fs after %s: %s",
+                    self._retries,
+                    retry.max_retries,
+                    delay,
+                    type(exc).__name__,
+                    exc,
+                )
+                try:
+                    await trio.sleep(delay)
+                except BaseException:
+                    self._interrupted = True
+                    raise
+            except BaseException:
+                self._interrupted = True
+                await self._end_attempt()
+                raise
+
+    async def _end_attempt(self) -> None:
+        """Close the current attempt's response (shielded, bounded), if any."""
+        stack, self._attempt_stack, self._attempt = self._attempt_stack, None, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._items, self._next = [], 0
+        await self._end_attempt()
+        await trio.lowlevel.checkpoint()
+
+
+class _Attempt:
+    """One HTTP request of a stream: open it, then turn its events into items."""
+
+    def __init__(self, request: _Request) -> None:
+        settings = request.settings
+        self.settings = settings
+        self.edge = request.edge
+        self.http = request.http
+        self.body = request.body
+        self.started = request.started
+        self.idle_timeout = settings.idle_timeout
+        self.accumulator = MessageAccumulator(settings.limits)
+        self.decoder = request.edge.decoder(self.accumulator)
+        self.handed_out = False
+        self.buffer: list[StreamItem] = []
+        self.request_id: str | None = None
+        self.ttft: float | None = None
+        self.stall = StallMeter(settings.stall_timeout, trio.current_time())
+        self.reader: ResponseReader | None = None
+        self.parser = SSEParser(settings.limits.max_event_bytes)
+        self.eof = False
+        #: Whether httpcore's read timeout bounds the reads (see :meth:`next_items`).
+        self.watched = False
+        #: An error met after some items of the same read, raised at the next call.
+        self.failure: Exception | None = None
+
+    async def open(self, stack: contextlib.AsyncExitStack) -> None:
+        """Send the request; check the answer; leave its body ready to read."""
+        edge = self.edge
+        idle_timeout = self.idle_timeout
+        source: EventSource | None = None
+        headers = {**edge.headers, "accept-encoding": "identity"}
+        with trio.move_on_after(idle_timeout):
+            try:
+                source = await stack.enter_async_context(
+                    aconnect_sse(
+                        self.http,
+                        "POST",
+                        edge.url,
+                        json=self.body,
+                        headers=headers,
+                        # httpcore bounds each network read by this (a cancel scope
+                        # it opens per read anyway): the idle watchdog at no extra cost.
+                        timeout=httpx.Timeout(
+                            None, **(self.http.timeout.as_dict() | {"read": idle_timeout})
+                        ),
+                    )
+                )
+            except httpx.TimeoutException as exc:
+                raise APITimeoutError(f"request timed out: {type(exc).__name__}") from exc
+            except httpx.TransportError as exc:
+                raise APIConnectionError(f"connection failed: {type(exc).__name__}: {exc}") from exc
+        if source is None:
+            raise APITimeoutError(f"no response within idle_timeout={idle_timeout}s")
+        response = source.response
+        # A response read from a network stream (httpcore) has the read timeout above;
+        # any other transport gets the client's own cancel scope around its reads.
+        self.watched = response.extensions.get("network_stream") is not None
+        self.reader = ResponseReader(response)
+        stack.push_async_callback(_close, self.reader)
+        for name in edge.request_id_headers:
+            if request_id := response.headers.get(name):
+                self.request_id = request_id
+                break
+        if not response.is_success:
+            content = await self._read_some(MAX_ERROR_BODY)
+            raise edge.error_from_response(
+                response.status_code,
+                content,
+                headers=dict(response.headers),
+                request_id=self.request_id,
+            )
+        content_type = response.headers.get("content-type", "")
+        if "text/event-stream" not in content_type.partition(";")[0].lower():
+            content = await self._read_some(1024)
+            raise StreamProtocolError(
+                f"expected a text/event-stream answer, got {content_type!r}: {excerpt(content)}"
+                + (f" (request id {self.request_id})" if self.request_id else "")
+            )
+        self.stall = StallMeter(self.settings.stall_timeout, trio.current_time())
+
+    async def _read_some(self, limit: int) -> bytes:
+        assert self.reader is not None
+        parts: list[bytes] = []
+        size = 0
+        with trio.move_on_after(self.idle_timeout):
+            try:
+                while size < limit and (chunk := await self.reader.read()) is not None:
+                    parts.append(chunk)
+                    size += len(chunk)
+            except httpx.TransportError:
+                pass  # an error body cut short is still worth reporting
+        return b"".join(parts)[:limit]
+
+    async def _read(self) -> list[str]:
+        """The data of the events completed by the next chunk of the body (maybe none)."""
+        assert self.reader is not None
+        try:
+            chunk = await self.reader.read()
+        except httpx.ReadTimeout as exc:
+            raise StreamIdleTimeoutError(
+                f"no data for {self.idle_timeout}s (idle_timeout)"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise StreamTruncatedError(
+                f"the connection broke mid-stream ({type(exc).__name__})"
+            ) from exc
+        if chunk is None:
+            self.eof = True
+            return self.parser.flush()
+        return self.parser.feed(chunk)
+
+    async def next_items(self) -> list[StreamItem]:
+        """Read until some items may be handed out: those of one chunk; never [].
+
+        Each read is bounded by ``idle_timeout``: by httpcore's read timeout when the
+        response comes from a network stream, else by a cancel scope whose deadline is
+        set once per read, and which is gone once this returns (so the consumer's own
+        time never counts).
+        """
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise failure
+        if self.watched:
+            while True:
+                if (items := await self._next_chunk_items()) is not None:
+                    return items
+        idle_timeout = self.idle_timeout
+        with trio.CancelScope(deadline=trio.current_time() + idle_timeout) as idle:
+            while True:
+                if (items := await self._next_chunk_items()) is not None:
+                    return items
+                idle.deadline = trio.current_time() + idle_timeout
+        raise StreamIdleTimeoutError(f"no data for {idle_timeout}s (idle_timeout)")
+
+    async def _next_chunk_items(self) -> list[StreamItem] | None:
+        """The items of the next chunk, or None if it completed no event."""
+        if self.eof:
+            if self.decoder.events() == 0:
+                raise StreamTruncatedError("the stream ended without any event")
+            raise StreamTruncatedError(f"the stream ended before {self.edge.end}")
+        events = await self._read()
+        if not events:
+            return None
+        items: list[StreamItem] = []
+        try:
+            self._decode(events, items)
+        except Exception as exc:
+            if not items:
+                raise
+            # Hand out what came before the error first, as if read separately.
+            self.failure = exc
+        return items or None
+
+    def _decode(self, events: list[str], items: list[StreamItem]) -> None:
+        """Decode and accumulate *events* (one chunk's) into *items*, or hold them back
+        until the first content event (so that a retry stays invisible)."""
+        feed, message_for = self.accumulator.feed, self.accumulator.message_for
+        translate = self.decoder.translate
+        now = trio.current_time()
+        active = False
+        try:
+            for data in events:
+                try:
+                    canonical = translate(data)
+                    if not canonical:
+                        active = True  # an event with nothing to say is no ping
+                    for event in canonical:
+                        etype: str = event["type"]
+                        if etype != "ping":
+                            active = True
+                        done = feed(event)
+                        out = items if self.handed_out else self.buffer
+                        out.append(StreamEvent(etype, event))
+                        for block in done:
+                            if not isinstance(block, AssistantMessage):
+                                out.append(message_for(block))
+                        if etype in _CONTENT_EVENTS or etype == "message_stop":
+                            if self.ttft is None and etype != "message_stop":
+                                self.ttft = now - self.started
+                            if not self.handed_out:
+                                self.handed_out = True
+                                items.extend(self.buffer)
+                                self.buffer = []
+                            if etype == "message_stop":
+                                return  # anything after it is not read
+                except APIStatusError as exc:
+                    exc.request_id = exc.request_id or self.request_id
+                    raise
+        finally:
+            if active:
+                self.stall.activity(now)
+
+    def result(self, retries: int) -> StreamResult:
+        events, pings, ignored = self.decoder.statistics()
+        return StreamResult(
+            message=self.accumulator.message,
+            ttft=self.ttft,
+            statistics=StreamStatistics(
+                events=events,
+                pings=pings,
+                ignored=ignored,
+                stalls=self.stall.stalls,
+                stall_time=self.stall.stall_time,
+                retries=retries,
+            ),
+            request_id=self.request_id,
+        )
+
+
+async def _close(reader: ResponseReader) -> None:
+    # Runs on the way out, also when cancelled: shielded, with a bound.
+    with trio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+        await reader.aclose()
