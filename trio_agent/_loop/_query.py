@@ -54,7 +54,7 @@ from .._executor import AbortReason
 from .._messages import AssistantMessage, Message, ToolUseBlock, UserMessage
 from .._model import ModelClient
 from .._permissions import CanUseTool
-from .._tools import Tool
+from .._tools import Tool, check_timeout
 from . import _recovery as rec
 from ._control import TurnControl
 from ._model_call import Attempt, ModelCaller, Phase
@@ -343,6 +343,7 @@ async def query(
     stop_hooks: Sequence[StopHook] = (),
     compactor: Compactor | None = None,
     max_tool_concurrency: int = 10,
+    tool_timeout: float | None = None,
     control: TurnControl | None = None,
     **params: Any,
 ) -> AsyncGenerator[trio.MemoryReceiveChannel[QueryEvent]]:
@@ -376,6 +377,8 @@ async def query(
         compactor: ``async (history) -> new history``, run once when the prompt is
             too long.
         max_tool_concurrency: at most this many tools at once.
+        tool_timeout: seconds a tool without its own ``timeout`` may run; past it
+            the call is answered "timed out after N s" (None: no limit).
         control: a :class:`~trio_agent.TurnControl` to abort or interrupt the turn.
         **params: more Messages API parameters (``temperature``, ``thinking``...).
 
@@ -390,7 +393,9 @@ async def query(
 
     Raises:
         ValueError: ``max_tokens``, ``max_turns`` or ``max_tool_concurrency`` < 1.
+        ToolDefinitionError: ``tool_timeout`` is not a number of seconds > 0.
     """
+    check_timeout(tool_timeout, "tool_timeout")
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
     if max_turns is not None and max_turns < 1:
@@ -407,6 +412,7 @@ async def query(
         system=system,
         can_use_tool=can_use_tool,
         max_tool_concurrency=max_tool_concurrency,
+        tool_timeout=tool_timeout,
         control=control,
         params=params,
         send=send,
