@@ -4,31 +4,51 @@ A :class:`Tool` is a value: a name, a JSON Schema for its input, an async ``run`
 and the scheduling facts the executor needs (concurrency safety, interrupt
 behaviour, whether its error cancels its siblings).
 
-Example::
+Example, the schema read from the type hints::
+
+    @trio_agent.tool
+    async def read(path: str, limit: int = 100) -> str:
+        "Read the first lines of a file."
+        return "".join(pathlib.Path(path).open().readlines()[:limit])
+
+or given, the function then taking the input object and the context::
 
     @trio_agent.tool(
         input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
         concurrency_safe=True,
+        timeout=30,
     )
     async def read(input, ctx):
         "Read a file."
         ctx.progress("reading")
         return pathlib.Path(input["path"]).read_text()
+
+A plain (sync) function is run in a worker thread (``trio.to_thread.run_sync``).
+Trio cannot stop a thread: when the call is cancelled (the turn is aborted, the
+tool times out) the call is answered at once and the thread is *abandoned*; it
+runs on until the function returns, and its result is dropped. A long sync tool
+can stop early by calling ``trio.from_thread.check_cancelled()`` now and then.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
+import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, Literal, TypeAlias, cast, overload
 
 import attrs
 import jsonschema
 import jsonschema.exceptions
 import jsonschema.protocols
+import trio
 
 from ._exceptions import ToolDefinitionError
 from ._messages import ContentBlock
+from ._tool_schema import Signature, convert, signature_of
 
 __all__ = ["Tool", "ToolContext", "ToolOutput", "ToolReturn", "tool"]
 
@@ -87,6 +107,20 @@ def _check_behavior(_inst: Any, _attr: Any, value: str) -> None:
         raise ToolDefinitionError(f"interrupt_behavior must be 'block' or 'cancel', not {value!r}")
 
 
+def check_timeout(value: float | None, what: str = "timeout") -> None:
+    """Raise ToolDefinitionError unless *value* is None or a number of seconds > 0."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ToolDefinitionError(f"{what} must be a number of seconds or None, not {value!r}")
+    if math.isnan(value) or value <= 0:
+        raise ToolDefinitionError(f"{what} must be more than 0 seconds, not {value!r}")
+
+
+def _check_timeout(_inst: Any, _attr: Any, value: float | None) -> None:
+    check_timeout(value)
+
+
 def _check_name(_inst: Any, _attr: Any, value: str) -> None:
     if not _NAME.match(value):
         raise ToolDefinitionError(f"invalid tool name {value!r}: use 1-128 of [a-zA-Z0-9_-]")
@@ -107,6 +141,9 @@ class Tool:
             ``"block"`` (default) to run on.
         cancels_siblings_on_error: an error result of this tool cancels the other
             tools of the same answer (as Bash does in Claude Code).
+        timeout: seconds the tool may run (after its permission check); past it
+            the run is cancelled and the call answered with an error result
+            ("timed out after N s"). None: the executor's ``tool_timeout``, if any.
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -120,6 +157,7 @@ class Tool:
         default="block", kw_only=True, validator=_check_behavior
     )
     cancels_siblings_on_error: bool = attrs.field(default=False, kw_only=True)
+    timeout: float | None = attrs.field(default=None, kw_only=True, validator=_check_timeout)
     _validator: jsonschema.protocols.Validator = attrs.field(init=False, repr=False)
 
     @_validator.default  # pyright: ignore[reportAttributeAccessIssue,reportUntypedFunctionDecorator]
@@ -169,30 +207,131 @@ class Tool:
         }
 
 
+ToolFunction: TypeAlias = Callable[..., Any]
+
+
+@overload
+def tool(fn: ToolFunction, /) -> Tool: ...
+
+
+@overload
 def tool(
     *,
-    input_schema: Mapping[str, Any],
+    input_schema: Mapping[str, Any] | None = None,
     name: str | None = None,
     description: str | None = None,
     concurrency_safe: bool | Callable[[Mapping[str, Any]], bool] = False,
     interrupt_behavior: InterruptBehavior = "block",
     cancels_siblings_on_error: bool = False,
-) -> Callable[[Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolReturn]]], Tool]:
-    """Build a :class:`Tool` from an async function; name and description default to
-    the function's name and docstring."""
+    timeout: float | None = None,
+) -> Callable[[ToolFunction], Tool]: ...
 
-    def decorate(fn: Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolReturn]]) -> Tool:
+
+def tool(
+    fn: ToolFunction | None = None,
+    /,
+    *,
+    input_schema: Mapping[str, Any] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    concurrency_safe: bool | Callable[[Mapping[str, Any]], bool] = False,
+    interrupt_behavior: InterruptBehavior = "block",
+    cancels_siblings_on_error: bool = False,
+    timeout: float | None = None,
+) -> Tool | Callable[[ToolFunction], Tool]:
+    """Build a :class:`Tool` from a function, as ``@tool`` or ``@tool(...)``.
+
+    Name and description default to the function's name and docstring. With
+    ``input_schema``, the function is called as ``fn(input, ctx)``; without, the
+    schema is derived from its type hints (see :mod:`trio_agent._tool_schema`) and
+    it is called with the input's fields as keyword arguments, plus the
+    :class:`ToolContext` to a parameter annotated with it. An ``async def`` runs
+    in the call's task; a plain function in a worker thread (see the module
+    docstring for what cancelling it means).
+
+    Raises:
+        ToolDefinitionError: no description, a bad name or schema, or a type hint
+            that has no JSON Schema (give ``input_schema=`` then).
+    """
+
+    def decorate(fn: ToolFunction) -> Tool:
+        label = getattr(fn, "__name__", None)
+        if not callable(fn) or label is None:
+            raise ToolDefinitionError(f"@tool needs a function, not {fn!r}")
         doc = description if description is not None else (fn.__doc__ or "").strip()
         if not doc:
-            raise ToolDefinitionError(f"tool {fn.__name__!r} needs a description or docstring")
+            raise ToolDefinitionError(f"tool {label!r} needs a description or docstring")
+        if input_schema is None:
+            signature = signature_of(fn, ToolContext)
+            schema: Mapping[str, Any] = signature.input_schema
+            run = _keyword_runner(fn, signature)
+        else:
+            schema = input_schema
+            run = fn if inspect.iscoroutinefunction(fn) else _threaded(fn)
         return Tool(
-            name=name or fn.__name__,
+            name=name or label,
             description=doc,
-            input_schema=input_schema,
-            run=fn,
+            input_schema=schema,
+            run=run,
             concurrency_safe=concurrency_safe,
             interrupt_behavior=interrupt_behavior,
             cancels_siblings_on_error=cancels_siblings_on_error,
+            timeout=timeout,
         )
 
-    return decorate
+    return decorate if fn is None else decorate(fn)
+
+
+RunFunction: TypeAlias = Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolReturn]]
+
+
+def _keyword_runner(fn: ToolFunction, signature: Signature) -> RunFunction:
+    """``run(input, ctx)`` calling *fn* with the input's fields as arguments."""
+    hints, context_param = signature.hints, signature.context_param
+
+    def arguments(input: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        kwargs = {key: convert(hints[key], value) for key, value in input.items()}
+        if context_param is not None:
+            kwargs[context_param] = ctx
+        return kwargs
+
+    if inspect.iscoroutinefunction(fn):
+
+        async def run_with_keywords(input: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
+            return await fn(**arguments(input, ctx))
+
+        return run_with_keywords
+    # In the thread, ctx is the thread's own context (see _threaded).
+    return _threaded(lambda input, ctx: fn(**arguments(input, ctx)))
+
+
+def _threaded(fn: Callable[[Mapping[str, Any], ToolContext], Any]) -> RunFunction:
+    """Run a sync ``fn(input, ctx)`` in a worker thread, abandoned on cancel.
+
+    The thread gets a context whose ``progress`` hops back to Trio, and is
+    silent once the call is over (an abandoned thread may report on).
+    """
+
+    async def run_in_thread(input: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
+        live = True
+
+        def report_if_live(data: Any) -> None:
+            if live:
+                ctx.progress(data)
+
+        def report_from_thread(data: Any) -> None:
+            # The call (or the whole run) may be over: then nobody is told.
+            with contextlib.suppress(trio.RunFinishedError, trio.Cancelled):
+                trio.from_thread.run_sync(report_if_live, data)
+
+        thread_ctx = ToolContext(
+            ctx.tool_use_id, ctx.tool_name, context=ctx.context, report=report_from_thread
+        )
+        try:
+            return await trio.to_thread.run_sync(
+                functools.partial(fn, input, thread_ctx), abandon_on_cancel=True
+            )
+        finally:
+            live = False
+
+    return run_in_thread

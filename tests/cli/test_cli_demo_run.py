@@ -33,7 +33,7 @@ def test_demo_json_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
     kinds = [r["type"] for r in records]
     assert kinds[-2:] == ["TurnEnd", "Timeline"]
     end = records[-2]
-    assert (end["reason"], end["turns"]) == ("completed", 3)
+    assert (end["reason"], end["turns"]) == ("completed", 4)
     assert end["usage"]["output_tokens"] > 0
     times = [r["t"] for r in records[:-1]]
     assert times == sorted(times)
@@ -47,9 +47,12 @@ def test_demo_json_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
     # the events carry the answers and results, not the prompt that starts the turn
     check_history([UserMessage("the demo prompt"), *messages], strict=True)
     answers = [m for m in messages if isinstance(m, AssistantMessage)]
-    assert len(answers) == 3
+    assert len(answers) == 4
     uses = [u for a in answers for u in a.tool_uses]
-    assert [u.name for u in uses] == ["Read", "Read", "Grep", "Glob", "Read", "Bash", "Write"]
+    assert [u.name for u in uses] == [
+        *("Read", "Read", "Grep", "Glob", "Read", "Read"),
+        *("Bash", "Write", "Edit"),
+    ]
     results = Counter(r["tool_use_id"] for r in records if r["type"] == "ToolResult")
     assert results == Counter(u.id for u in uses)
     assert set(results.values()) == {1}
@@ -72,7 +75,7 @@ def test_demo_json_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
     # the timeline agrees with the events
     timeline = records[-1]
     calls = timeline["calls"]
-    assert [c["index"] for c in calls] == [1, 2, 3]
+    assert [c["index"] for c in calls] == [1, 2, 3, 4]
     bash_row = next(t for t in calls[1]["tools"] if t["tool_use_id"] == bash.id)
     assert bash_row["state"] == "done"
     assert bash_row["started_at"] < calls[1]["stream_ended_at"]
@@ -90,10 +93,10 @@ def test_demo_live_view(capsys: pytest.CaptureFixture[str]) -> None:
         "done",
         "block 1 finished streaming: Read(README.md)",
         "stream ended",
-        "model call 3",
+        "model call 4",
         "Overlapping tools with the stream saved",
         "The agent wrote STATUS.md",
-        "turn ended: completed (3 model calls)",
+        "turn ended: completed (4 model calls)",
     ):
         assert expected in out, expected
 

@@ -225,7 +225,8 @@ def test_demo_without_rich(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None
     assert main(["demo", "--speed", "8"]) == 0
     out = capsys.readouterr().out
     assert "→ Bash(" in out
-    assert "model call 3" in out
+    assert "    │ OK\n" in out  # Bash's output, line by line
+    assert "model call 4" in out
     assert "Overlapping tools with the stream saved" in out
     assert "[bold" not in out
     assert "[/]" not in out

@@ -1,16 +1,21 @@
 """The ``trio-agent demo`` script: a small project and a scripted agent task on it.
 
 The scripted model plays an agent asked for a status report on a tiny Python
-project. Its three answers use the real built-in tools on real files:
+project. Its four answers use the real built-in tools on real files:
 
-1. reads the README and the TODO list, greps the code for TODO comments and globs
-   the Python files — four concurrency-safe tools, each starting as soon as its
+1. reads the README, the TODO list and the code, greps for TODO comments and
+   globs the Python files: concurrency-safe tools, each starting as soon as its
    block has streamed, while the rest of the answer is still streaming;
-2. runs the test suite and counts lines with Bash, and writes ``STATUS.md``;
-3. the final summary.
+2. starts the test suite with Bash, then writes ``STATUS.md``. The suite is
+   genuinely slow (it runs the CLI end to end in fresh interpreters and checks
+   that its REPL leaves after 2 s idle), and the report is a long tool input:
+   the tests run while the report streams, the point of the library;
+3. adds the test result to the report with Edit;
+4. the final summary.
 
-The tool inputs and the model's claims are computed from the files this module
-creates, so what the model says matches what the tools return.
+Nothing is faked: the tools really run, for as long as they take. The tool inputs
+and the model's claims are computed from the files this module creates, so what
+the model says matches what the tools return.
 """
 
 from __future__ import annotations
@@ -89,8 +94,9 @@ def divide(a: float, b: float) -> float:
     return a / b
 """,
     "minicalc/cli.py": """\
-\"\"\"python -m minicalc.cli A OP B\"\"\"
+\"\"\"python -m minicalc.cli A OP B, or --repl [--idle-timeout SECONDS]\"\"\"
 
+import select
 import sys
 
 from . import ops
@@ -98,10 +104,29 @@ from . import ops
 OPS = {"+": ops.add, "-": ops.sub, "*": ops.mul, "/": ops.divide}
 
 
+def calc(a: str, op: str, b: str) -> float:
+    return OPS[op](float(a), float(b))
+
+
+def repl(idle_timeout: float) -> None:
+    # One "A OP B" per line; leave after idle_timeout seconds without input.
+    while True:
+        ready, _, _ = select.select([sys.stdin], [], [], idle_timeout)
+        if not ready:
+            print(f"idle for {idle_timeout:g} s, bye", flush=True)
+            return
+        line = sys.stdin.readline()
+        if not line:
+            return
+        print(calc(*line.split()), flush=True)
+
+
 def main(argv: list[str]) -> None:
     # TODO: add a --precision flag
-    a, op, b = argv
-    print(OPS[op](float(a), float(b)))
+    if argv[:1] == ["--repl"]:
+        repl(float(argv[2]) if argv[1:2] == ["--idle-timeout"] else 60.0)
+    else:
+        print(calc(*argv))
 
 
 if __name__ == "__main__":
@@ -110,9 +135,17 @@ if __name__ == "__main__":
     "tests/test_ops.py": """\
 import subprocess
 import sys
+import time
 import unittest
 
 from minicalc import ops
+
+CLI = [sys.executable, "-m", "minicalc.cli"]
+
+
+def cli(*args):
+    run = subprocess.run([*CLI, *args], capture_output=True, text=True, check=True)
+    return run.stdout.strip()
 
 
 class OpsTest(unittest.TestCase):
@@ -125,18 +158,34 @@ class OpsTest(unittest.TestCase):
     def test_mul(self):
         self.assertEqual(ops.mul(2, 3), 6)
 
-    def test_cli(self):
-        # end to end, in a fresh interpreter: the slow test of the suite
-        for a, op, b, want in [("6", "*", "7", "42.0"), ("1", "+", "2", "3.0")] * 4:
-            run = subprocess.run(
-                [sys.executable, "-m", "minicalc.cli", a, op, b],
-                capture_output=True, text=True, check=True,
-            )
-            self.assertEqual(run.stdout.strip(), want)
+
+class CliTest(unittest.TestCase):
+    # End to end, each case in a fresh interpreter: the slow part of the suite.
+
+    def test_cli_add(self):
+        for a, b in [("1", "2"), ("0.5", "0.25"), ("-1", "1")]:
+            self.assertEqual(cli(a, "+", b), str(float(a) + float(b)))
+
+    def test_cli_mul(self):
+        for a, b in [("6", "7"), ("0.5", "4"), ("-1", "3")]:
+            self.assertEqual(cli(a, "*", b), str(float(a) * float(b)))
+
+    def test_repl_leaves_when_idle(self):
+        args = [*CLI, "--repl", "--idle-timeout", "2"]
+        with subprocess.Popen(
+            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        ) as repl:
+            repl.stdin.write("6 * 7\\n")
+            repl.stdin.flush()
+            self.assertEqual(repl.stdout.readline().strip(), "42.0")
+            start = time.monotonic()
+            self.assertEqual(repl.stdout.readline().strip(), "idle for 2 s, bye")
+            self.assertGreaterEqual(time.monotonic() - start, 1.9)
+            self.assertEqual(repl.wait(timeout=30), 0)
 """,
 }
 
-_TESTS_RUN: Final = 4
+_TESTS_RUN: Final = 6
 _CODE_GLOB: Final = ("minicalc/__init__.py", "minicalc/cli.py", "minicalc/ops.py")
 
 
@@ -176,14 +225,21 @@ def _todos() -> list[tuple[str, int, str]]:
     return found
 
 
+_TESTS_PENDING: Final = "_Running while this report is written; the result follows._"
+_TESTS_PASSED: Final = f"All {_TESTS_RUN} pass; `divide()` has none."
+
+
 def _status_report() -> str:
     todos = "\n".join(f"- `{name}:{n}`: {line.lstrip('# ')}" for name, n, line in _todos())
+    code_lines = sum(_line_count(n) for n in _CODE_GLOB)
     return f"""\
 # minicalc: status
 
 ## What it is
-A tiny calculator package: `minicalc.ops` (add, sub, mul, divide) and a command
-line in `minicalc.cli`.
+A tiny calculator package. `minicalc.ops` has the four operations (add, sub, mul,
+divide) on floats; `minicalc.cli` is a command line, `python -m minicalc.cli 2 + 3`,
+with a `--repl` mode that reads one `A OP B` per line and leaves after an idle
+timeout.
 
 ## Open TODOs
 {todos}
@@ -191,73 +247,80 @@ line in `minicalc.cli`.
 Both match the open items of TODO.md; "tests for add and sub" is done.
 
 ## Size
-{len(_CODE_GLOB)} modules in `minicalc/`, one test module in `tests/`.
+{len(_CODE_GLOB)} modules in `minicalc/` ({code_lines} lines), one test module in `tests/`.
+
+## Tests
+{_TESTS_PENDING}
 
 ## Next steps
 1. Make `divide()` raise `ZeroDivisionError` with a clear message, and test it.
-2. Add `--precision` to the CLI.
-3. Test `divide()` at all: it has no test yet.
+2. Add `--precision` to the CLI, and a test for it.
+3. Test `divide()` at all, and the CLI's `/` operator end to end.
 """
 
 
 def demo_script() -> Sequence[DemoTurn]:
-    """The scripted model's three answers (the workspace comes from
+    """The scripted model's four answers (the workspace comes from
     :func:`make_demo_workspace`; paths are relative to its root)."""
     code_lines = sum(_line_count(n) for n in _CODE_GLOB)
     test_lines = _line_count("tests/test_ops.py")
     python = _python()
     first = DemoTurn(
         [
-            TextBlock(
-                "I'll start with the project's own description and TODO list, and search "
-                "the code for TODO comments at the same time."
-            ),
+            TextBlock("I'll read the project's description, TODO list and code first."),
             ToolUseBlock("toolu_demo_01", "Read", {"path": "README.md"}),
             ToolUseBlock("toolu_demo_02", "Read", {"path": "TODO.md"}),
             ToolUseBlock("toolu_demo_03", "Grep", {"pattern": "TODO", "glob": "*.py"}),
             ToolUseBlock("toolu_demo_04", "Glob", {"pattern": "**/*.py"}),
             ToolUseBlock("toolu_demo_05", "Read", {"path": "minicalc/ops.py"}),
+            ToolUseBlock("toolu_demo_06", "Read", {"path": "minicalc/cli.py"}),
         ]
     )
     second = DemoTurn(
         [
-            TextBlock(
-                f"minicalc is a small calculator with {len(_todos())} TODO comments in the "
-                "code, matching the open items of TODO.md. `divide()` has no test. Let me "
-                "run the tests and count lines while I write the report."
-            ),
+            TextBlock("The tests are slow; I'll start them and write the report meanwhile."),
             ToolUseBlock(
-                "toolu_demo_06",
+                "toolu_demo_07",
                 "Bash",
                 {
-                    "command": f"{python} -m unittest discover -s tests 2>&1 | tail -n 3 "
+                    "command": f"{python} -m unittest discover -v -s tests 2>&1 "
                     "&& wc -l minicalc/*.py tests/*.py"
                 },
             ),
             ToolUseBlock(
-                "toolu_demo_07", "Write", {"path": "STATUS.md", "content": _status_report()}
+                "toolu_demo_08", "Write", {"path": "STATUS.md", "content": _status_report()}
             ),
         ]
     )
     third = DemoTurn(
         [
+            TextBlock(f"The {_TESTS_RUN} tests pass. Adding that to the report."),
+            ToolUseBlock(
+                "toolu_demo_09",
+                "Edit",
+                {"path": "STATUS.md", "old_string": _TESTS_PENDING, "new_string": _TESTS_PASSED},
+            ),
+        ]
+    )
+    fourth = DemoTurn(
+        [
             TextBlock(
-                f"Done. The {_TESTS_RUN} tests pass; the package is {code_lines} lines of code "
-                f"plus {test_lines} lines of tests. The report is in STATUS.md. Two TODOs are "
-                "open: division by zero in `divide()` (which also has no test) and a "
-                "`--precision` flag for the CLI."
+                f"Done, the report is in STATUS.md: {code_lines} lines of code, "
+                f"{test_lines} of tests, all {_TESTS_RUN} tests pass. Open: division by zero "
+                "in `divide()` (untested) and a `--precision` flag."
             )
         ]
     )
-    return (first, second, third)
+    return (first, second, third, fourth)
 
 
 def demo_answers(*, speed: float = 1.0, fault: str | None = None) -> list[ScriptedAnswer]:
     """The script as scripted-model answers; *speed* > 1 streams faster.
 
-    At speed 1 the three answers stream in about 3.5 s: text at ~4 characters per
-    25 ms, tool input JSON at 24 characters per 25 ms. With ``fault="reset"`` the
-    first answer's connection is reset after its first tool call (whose tool has
+    At speed 1 the answers stream at about the pace of a real model: text and tool
+    input JSON at 8 characters per 25 ms (~80 tokens/s), so the report (a long
+    ``Write``) takes about 3 s to stream, while the tests run. With ``fault="reset"``
+    the first answer's connection is reset after its first tool call (whose tool has
     started): the loop discards that attempt and streams the call again.
     """
     from ..testing import Faults, ScriptedAnswer, Timing, encode_event
@@ -267,11 +330,11 @@ def demo_answers(*, speed: float = 1.0, fault: str | None = None) -> list[Script
     if not speed > 0:
         raise ValueError(f"speed must be positive, not {speed!r}")
     timing = Timing(
-        first_event_delay=0.3 / speed,
+        first_event_delay=0.2 / speed,
         token_delay=0.025 / speed,
         block_delay=0.05 / speed,
-        text_chunk_size=4,
-        json_chunk_size=24,
+        text_chunk_size=8,
+        json_chunk_size=8,
     )
     answers = [
         ScriptedAnswer(blocks=turn.blocks, model=DEMO_MODEL, timing=timing)

@@ -22,7 +22,7 @@ import attrs
 import trio
 
 from ._plain import PlainConsole, console_for, escape, has_rich
-from ._timeline import ModelCall, ToolRow, TurnRecorder, instrument
+from ._timeline import ToolRow, TurnRecorder, instrument, printable
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -37,6 +37,7 @@ _STYLES = {
     "cancelled": "magenta",
 }
 _TEXT_LINES = 14
+_TOOL_WIDTH = 26
 _REFRESH = 0.05
 
 
@@ -56,6 +57,7 @@ class LiveView:
 
     def render(self) -> RenderableType:
         """The current view."""
+        from rich import box
         from rich.console import Group
         from rich.panel import Panel
         from rich.table import Table
@@ -64,24 +66,28 @@ class LiveView:
         rec = self.recorder
         lines = "".join(rec.text).splitlines()[-_TEXT_LINES:]
         panel = Panel(
-            Text("\n".join(lines)),
+            Text(printable("\n".join(lines))),
             title=f"{self.title} · model call {rec.current.index}",
             title_align="left",
         )
-        table = Table(expand=True, title_justify="left")
-        table.add_column("#", justify="right", width=2)
-        table.add_column("tool", max_width=34, no_wrap=True, overflow="ellipsis")
-        table.add_column("state", width=9)
-        table.add_column("time", justify="right", width=6)
-        table.add_column("latest progress", overflow="ellipsis", no_wrap=True, min_width=12)
+        # Fixed widths, but for the latest output, which takes the rest of the
+        # line: the columns stay put as rows come and go (80 columns and up).
+        table = Table(
+            box=box.SIMPLE_HEAD, expand=True, pad_edge=False, show_edge=False, collapse_padding=True
+        )
+        table.add_column("#", justify="right", width=2, no_wrap=True)
+        table.add_column("tool", width=_TOOL_WIDTH, no_wrap=True, overflow="ellipsis")
+        table.add_column("state", width=9, no_wrap=True)
+        table.add_column("time", justify="right", width=7, no_wrap=True)
+        table.add_column("latest output", ratio=1, no_wrap=True, overflow="ellipsis")
         now = rec.now()
         for row in rec.tools.values():
             table.add_row(
                 str(row.call),
-                row.summary,
+                Text(printable(row.summary)),  # Text: a "[" in a command is no markup
                 Text(row.state, style=_STYLES[row.state]),
                 _duration(row, now),
-                row.progress or "",
+                Text(row.progress or "", style="dim" if row.state != "executing" else ""),
             )
         return Group(panel, table) if rec.tools else panel
 
@@ -111,20 +117,15 @@ def _duration(row: ToolRow, now: float) -> str:
     return f"{end - row.started_at:.2f}s"
 
 
-def _bar(call: ModelCall, row: ToolRow, start: float, span: float, width: int) -> str:
-    """A tool's run as ``····████····`` over the call, ``│`` where the stream ended."""
-    cells = [" "] * width
+def _bar(begin: float, end: float, start: float, span: float, width: int, mark: str) -> str:
+    """``····████····``: *mark* from *begin* to *end*, over ``start .. start + span``."""
 
     def at(t: float) -> int:
         return min(width - 1, max(0, int((t - start) / span * width)))
 
-    if row.started_at is not None:
-        end = row.ended_at if row.ended_at is not None else row.started_at
-        for i in range(at(row.started_at), at(end) + 1):
-            cells[i] = "█"
-    if call.stream_ended_at is not None:
-        i = at(call.stream_ended_at)
-        cells[i] = "┃" if cells[i] == "█" else "│"
+    cells = [" "] * width
+    for i in range(at(begin), at(end) + 1):
+        cells[i] = mark
     return "".join(cells)
 
 
@@ -143,13 +144,16 @@ def print_timeline(console: Console | PlainConsole, recorder: TurnRecorder) -> N
             )
             span = max(end - call.started_at, 1e-6)
             width = 40
+            stream_end = call.stream_ended_at if call.stream_ended_at is not None else end
+            bar = _bar(call.started_at, stream_end, call.started_at, span, width, "─")
+            console.print(f"  {'the model streaming':<28} [dim]{bar}[/]")
             for row in rows:
-                bar = _bar(call, row, call.started_at, span, width)
+                ended = row.ended_at if row.ended_at is not None else row.started_at or 0.0
+                bar = _bar(row.started_at or 0.0, ended, call.started_at, span, width, "█")
                 summary = escape(f"{row.summary[:28]:<28}")
                 console.print(f"  {summary} [{_STYLES[row.state]}]{bar}[/]")
-            console.print(f"  {'':<28} │ the stream ended", style="dim")
         saved = recorder.saved(call)
-        if saved > 0:
+        if saved >= 0.005:
             console.print(f"  overlapping saved [bold]{saved:.2f}s[/] in this call")
         console.print()
     console.print(
@@ -161,11 +165,38 @@ def print_timeline(console: Console | PlainConsole, recorder: TurnRecorder) -> N
 async def _print_plain(
     events: trio.abc.ReceiveChannel[Any], recorder: TurnRecorder, out: IO[str]
 ) -> None:
-    from ._agent import print_event
+    """The turn as plain lines (no rich): the text as it streams, each tool call the
+    moment its block has streamed (while the answer goes on), its output lines."""
+    from .._executor import ToolProgress
+    from .._loop import BlockFinished, TextDelta
+    from .._messages import AssistantMessage, ToolUseBlock
+    from ._agent import preview, print_event
+
+    mid_line = False
+
+    def end_line() -> None:
+        nonlocal mid_line
+        if mid_line:
+            out.write("\n")
+            mid_line = False
 
     async for event in events:
         recorder.feed(event)
-        print_event(event, out)
+        if isinstance(event, TextDelta):
+            out.write(printable(event.text))
+            mid_line = not event.text.endswith("\n")
+        elif isinstance(event, BlockFinished):
+            if isinstance(event.block, ToolUseBlock):
+                end_line()
+                out.write(f"  → {event.block.name}({preview(dict(event.block.input), 60)})\n")
+        elif isinstance(event, ToolProgress):
+            end_line()
+            out.write(f"    │ {preview(printable(str(event.data)), 74)}\n")
+        elif not isinstance(event, AssistantMessage):  # its tool calls are shown already
+            end_line()
+            print_event(event, out)
+        out.flush()
+    end_line()
 
 
 async def run_demo(
@@ -215,7 +246,9 @@ async def run_demo(
                 instrument(default_tools(Workspace(root)), recorder),
                 model=DEMO_MODEL,
                 # the demo says yes to what `trio-agent run` would ask about
-                can_use_tool=PermissionRules(allow=["Read", "Glob", "Grep", "Bash", "Write"]),
+                can_use_tool=PermissionRules(
+                    allow=["Read", "Glob", "Grep", "Bash", "Write", "Edit"]
+                ),
             )
             if as_json:
                 with ctrl_c.aborts(session.abort):

@@ -19,6 +19,7 @@ after the other.)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
@@ -29,11 +30,22 @@ from .._loop import AttemptDiscarded, BlockFinished, ModelFallback, TextDelta, T
 from .._messages import AssistantMessage, ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from .._tools import Tool, ToolContext, ToolReturn
 
-__all__ = ["ModelCall", "ToolRow", "ToolState", "TurnRecorder", "instrument"]
+__all__ = ["ModelCall", "ToolRow", "ToolState", "TurnRecorder", "instrument", "printable"]
 
 ToolState: TypeAlias = Literal["queued", "executing", "done", "error", "cancelled"]
 
 _SUMMARY = 48
+# ANSI escape sequences (CSI such as colours, OSC such as titles, and lone ESCs).
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.?)", re.DOTALL)
+# Every control character but the newline, which splits lines.
+_CONTROLS = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """*text* as a terminal shows it in one cell per column: escape sequences
+    dropped, tabs and other control characters turned into spaces (a program's
+    coloured output must not move the live view's columns)."""
+    return _CONTROLS.sub(" ", _ANSI.sub("", text))
 
 
 def _describe_block(block: ContentBlock) -> str:
@@ -159,7 +171,7 @@ class TurnRecorder:
         elif isinstance(event, ToolProgress):
             row = self.tools.get(event.tool_use_id)
             if row is not None:
-                lines = str(event.data).strip().splitlines()
+                lines = printable(str(event.data)).strip().splitlines()
                 row.progress = lines[-1] if lines else row.progress
         elif isinstance(event, ToolFinished | ToolResult):
             row = self.tools.get(event.tool_use_id)

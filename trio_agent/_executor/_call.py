@@ -10,6 +10,7 @@ the same task step.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias, get_args
 
@@ -113,8 +114,10 @@ async def execute(
     can_use_tool: CanUseTool | None,
     context: Any,
     report: Callable[[Any], None],
+    tool_timeout: float | None = None,
 ) -> Ran | Rejected:
-    """Permission, then the tool (setting ``call.started`` as it begins)."""
+    """Permission, then the tool (setting ``call.started`` as it begins), for at
+    most the tool's own ``timeout`` or else *tool_timeout* seconds."""
     tool, block = call.tool, call.block
     assert tool is not None
     if call.input_error is not None:
@@ -138,10 +141,16 @@ async def execute(
                 return _error(call, invalid_input_message(tool.name, error))
             input = plain_json(decision.updated_input)
     call.started = True
+    limit = tool.timeout if tool.timeout is not None else tool_timeout
+    value: Any = None
     try:
-        value = await tool.run(input, ctx)
+        # The tool's own deadline (a TooSlowError it raises itself is its error).
+        with trio.move_on_after(math.inf if limit is None else limit) as deadline:
+            value = await tool.run(input, ctx)
     except Exception as exc:
         return _error(call, raised_message(tool.name, exc), failed=True)
+    if deadline.cancelled_caught:
+        return _error(call, f"Error: {tool.name} timed out after {limit:g} s", failed=True)
     read = read_return(value)
     if read is None:
         return _error(call, bad_return_message(block.name, value), failed=True)

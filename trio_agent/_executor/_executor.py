@@ -35,7 +35,7 @@ import trio
 from .._exceptions import ExecutorClosedError, ToolDefinitionError, unwrap_single
 from .._messages import ToolUseBlock
 from .._permissions import CanUseTool
-from .._tools import Tool
+from .._tools import Tool, check_timeout
 from ._call import Call, CallState, Rejected, check_input, execute
 from ._results import (
     AbortReason,
@@ -76,6 +76,7 @@ def open_tool_executor(
     can_use_tool: CanUseTool | None = None,
     max_concurrency: int = 10,
     context: Any = None,
+    tool_timeout: float | None = None,
 ) -> _ExecutorManager:
     """Open a streaming tool executor: tools start while the model still streams.
 
@@ -89,6 +90,8 @@ def open_tool_executor(
         max_concurrency: the most tools running at once.
         context: the shared context value; tools see it as ``ctx.context`` and
             non-safe tools may change it with ``ToolOutput.context_modifier``.
+        tool_timeout: seconds a tool may run when it has no ``timeout`` of its
+            own; past it the call is answered "timed out after N s".
 
     Scheduling: a call starts as soon as nothing runs, or it and everything
     running are concurrency-safe, with fewer than *max_concurrency* running.
@@ -117,6 +120,7 @@ def open_tool_executor(
         can_use_tool=can_use_tool,
         max_concurrency=max_concurrency,
         context=context,
+        tool_timeout=tool_timeout,
     )
 
 
@@ -140,12 +144,14 @@ class _ExecutorManager:
         can_use_tool: CanUseTool | None,
         max_concurrency: int,
         context: Any,
+        tool_timeout: float | None,
     ) -> None:
         self._tools = tools
         self._turn_scope = turn_scope
         self._can_use_tool = can_use_tool
         self._max_concurrency = max_concurrency
         self._context = context
+        self._tool_timeout = tool_timeout
         self._hooks = _Hooks()
         self._nursery_manager = trio.open_nursery()
 
@@ -157,6 +163,7 @@ class _ExecutorManager:
             raise TypeError("max_concurrency must be an int")
         if self._max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, not {self._max_concurrency}")
+        check_timeout(self._tool_timeout, "tool_timeout")
         nursery = await self._nursery_manager.__aenter__()
         # The one place that builds an executor (trio's NurseryManager does the same).
         return ToolExecutor._create(  # pyright: ignore[reportPrivateUsage]
@@ -166,6 +173,7 @@ class _ExecutorManager:
             can_use_tool=self._can_use_tool,
             max_concurrency=self._max_concurrency,
             context=self._context,
+            tool_timeout=self._tool_timeout,
             hooks=self._hooks,
         )
 
@@ -289,6 +297,7 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         can_use_tool: CanUseTool | None,
         max_concurrency: int,
         context: Any,
+        tool_timeout: float | None,
         hooks: _Hooks,
     ) -> None:
         self._nursery = nursery
@@ -297,6 +306,7 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         self._can_use_tool = can_use_tool
         self._max_concurrency = max_concurrency
         self._context = context
+        self._tool_timeout = tool_timeout
         hooks.body_ended = self._body_ended
         hooks.close = self._close
 
@@ -628,6 +638,7 @@ class ToolExecutor(metaclass=NoPublicConstructor):
                     can_use_tool=self._can_use_tool,
                     context=self._context,
                     report=partial(self._report, call),
+                    tool_timeout=self._tool_timeout,
                 )
                 if isinstance(outcome, Rejected):
                     self._reject(call, outcome.message)

@@ -146,6 +146,7 @@ class ModelCaller:
     system: Any
     can_use_tool: CanUseTool | None
     max_tool_concurrency: int
+    tool_timeout: float | None
     control: TurnControl
     params: dict[str, Any]
     send: trio.MemorySendChannel[QueryEvent]
@@ -180,6 +181,7 @@ class ModelCaller:
                     can_use_tool=self.can_use_tool,
                     max_concurrency=self.max_tool_concurrency,
                     context=state.context,
+                    tool_timeout=self.tool_timeout,
                 ) as executor,
                 trio.open_nursery() as nursery,
             ):

@@ -59,7 +59,7 @@ from .._executor import AbortReason
 from .._messages import AssistantMessage, Message, UserMessage
 from .._model import ModelClient, RecoverableModelClient, RetryPolicy
 from .._permissions import CanUseTool
-from .._tools import Tool
+from .._tools import Tool, check_timeout
 from . import _recovery as rec
 from ._control import TurnControl
 from ._model_call import Attempt, ModelCaller, Phase
@@ -476,6 +476,7 @@ async def query(
     stop_hooks: Sequence[StopHook] = (),
     compactor: Compactor | None = None,
     max_tool_concurrency: int = 10,
+    tool_timeout: float | None = None,
     control: TurnControl | None = None,
     context: Any = None,
     retry: RetryPolicy | None = None,
@@ -521,6 +522,8 @@ async def query(
         compactor: ``async (history) -> new history``, run once when the prompt is
             too long.
         max_tool_concurrency: at most this many tools at once.
+        tool_timeout: seconds a tool without its own ``timeout`` may run; past it
+            the call is answered "timed out after N s" (None: no limit).
         control: a :class:`~trio_agent.TurnControl` to abort or interrupt the turn.
         context: the tools' shared context (``ctx.context``); what the non-safe
             tools of one model call make of it is what the next call's tools see,
@@ -561,7 +564,9 @@ async def query(
         ValueError: ``max_tokens``, ``max_turns``, ``max_tool_concurrency``,
             ``output_token_cap`` or ``token_budget`` < 1, ``max_stop_hook_blocks``
             or ``max_stalls`` < 0, ``stall_threshold`` <= 0.
+        ToolDefinitionError: ``tool_timeout`` is not a number of seconds > 0.
     """
+    check_timeout(tool_timeout, "tool_timeout")
     for name, value, low in (
         ("max_tokens", max_tokens, 1),
         ("output_token_cap", output_token_cap, 1),
@@ -589,6 +594,7 @@ async def query(
         system=system,
         can_use_tool=can_use_tool,
         max_tool_concurrency=max_tool_concurrency,
+        tool_timeout=tool_timeout,
         control=control,
         params=params,
         send=send,

@@ -25,7 +25,7 @@ from .._loop import Compacted, Compactor, QueryEvent, StopHook, TurnControl, Tur
 from .._messages import AssistantMessage, ContentBlock, Message, Usage, UserMessage
 from .._model import ModelClient
 from .._permissions import CanUseTool
-from .._tools import Tool
+from .._tools import Tool, check_timeout
 from ._transcript import TranscriptWriter, read_transcript, repair_history
 
 __all__ = ["Session", "estimate_cost"]
@@ -61,6 +61,10 @@ def _tools(value: Sequence[Tool]) -> tuple[Tool, ...]:
     return tuple(value)
 
 
+def _check_tool_timeout(_inst: Any, _attr: Any, value: float | None) -> None:
+    check_timeout(value, "tool_timeout")
+
+
 def _hooks(value: Sequence[StopHook]) -> tuple[StopHook, ...]:
     return tuple(value)
 
@@ -86,6 +90,8 @@ class Session:
             (see :func:`trio_agent.query`).
         compactor: run once when the prompt is too long.
         max_tool_concurrency: at most this many tools at once.
+        tool_timeout: seconds a tool without its own ``timeout`` may run; past it
+            the call is answered "timed out after N s" (None: no limit).
         params: more Messages API parameters (``temperature``, ``thinking``...).
         messages: the history to start from (see :meth:`resume`).
         context: the tools' shared context (``ctx.context``); the session keeps
@@ -109,6 +115,9 @@ class Session:
     stop_hooks: Sequence[StopHook] = attrs.field(default=(), kw_only=True, converter=_hooks)
     compactor: Compactor | None = attrs.field(default=None, kw_only=True)
     max_tool_concurrency: int = attrs.field(default=10, kw_only=True)
+    tool_timeout: float | None = attrs.field(
+        default=None, kw_only=True, validator=_check_tool_timeout
+    )
     params: Mapping[str, Any] = attrs.field(factory=dict[str, Any], kw_only=True)
     context: Any = attrs.field(default=None, kw_only=True)
     token_budget: int | None = attrs.field(default=None, kw_only=True)
@@ -281,6 +290,7 @@ class Session:
                 stop_hooks=self.stop_hooks,
                 compactor=self.compactor,
                 max_tool_concurrency=self.max_tool_concurrency,
+                tool_timeout=self.tool_timeout,
                 control=control,
                 context=self.context,
                 token_budget=self.token_budget,

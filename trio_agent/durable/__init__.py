@@ -9,6 +9,7 @@ each model call and each tool call whose result was recorded from the record
 (:mod:`._journal`). The history lives in the database (:class:`SqlSessionStore`).
 """
 
+from . import _extra as _extra  # first: without dbos, say which extra to install
 from ._agent import Agent as Agent
 from ._agent import load_agent as load_agent
 from ._client import DurableClient as DurableClient

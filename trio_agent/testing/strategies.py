@@ -18,7 +18,14 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ModuleNotFoundError as exc:  # a core-only install: say what to install
+    raise ModuleNotFoundError(
+        "No module named 'hypothesis': trio_agent.testing.strategies needs "
+        "pip install 'trio-agent[testing]'",
+        name=exc.name,
+    ) from exc
 
 from .._messages import (
     AssistantMessage,

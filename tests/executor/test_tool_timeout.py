@@ -1,0 +1,185 @@
+"""Per-tool timeout and the executor / query / Session default, in virtual time."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import trio_agent
+from trio_agent import (
+    Allow,
+    Session,
+    TextBlock,
+    Tool,
+    ToolContext,
+    ToolDefinitionError,
+    ToolResult,
+    ToolUseBlock,
+    TurnEnd,
+    TurnEndReason,
+    open_tool_executor,
+    query,
+)
+from trio_agent.testing import ScriptedAnswer, ScriptedModel
+
+SCHEMA: dict[str, Any] = {"type": "object", "properties": {"seconds": {"type": "integer"}}}
+
+
+def sleeper(name: str, log: dict[str, float], **kw: Any) -> Tool:
+    """A tool that sleeps ``input["seconds"]``; *log* gets when it ended or was cancelled."""
+
+    async def run(input: Mapping[str, Any], ctx: ToolContext) -> str:
+        try:
+            await trio.sleep(input["seconds"])
+        finally:
+            log[ctx.tool_use_id] = trio.current_time()
+        return f"slept {input['seconds']}"
+
+    return Tool(name, "Sleeps.", SCHEMA, run, concurrency_safe=True, **kw)
+
+
+async def run_calls(
+    tools: list[Tool], blocks: list[ToolUseBlock], **kw: Any
+) -> dict[str, ToolResult]:
+    async with open_tool_executor(tools, **kw) as executor:
+        for block in blocks:
+            executor.add_tool(block)
+        executor.finish()
+        results = [r async for r in executor.results]
+    assert [r.tool_use_id for r in results] == [b.id for b in blocks]  # each answered once
+    return {r.tool_use_id: r for r in results}
+
+
+# Durations are whole seconds and timeouts end in .5: never a tie.
+CALLS = st.lists(
+    st.tuples(st.integers(0, 6), st.none() | st.integers(0, 5).map(lambda n: n + 0.5)),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(CALLS, st.none() | st.integers(0, 5).map(lambda n: n + 0.5))
+def test_each_call_runs_until_done_or_its_timeout(
+    calls: list[tuple[int, float | None]], default: float | None
+) -> None:
+    log: dict[str, float] = {}
+    tools = [sleeper(f"T{i}", log, timeout=timeout) for i, (_, timeout) in enumerate(calls)]
+    blocks = [ToolUseBlock(f"c{i}", f"T{i}", {"seconds": s}) for i, (s, _) in enumerate(calls)]
+
+    async def main() -> dict[str, ToolResult]:
+        return await run_calls(tools, blocks, tool_timeout=default, max_concurrency=10)
+
+    results = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    for i, (seconds, timeout) in enumerate(calls):
+        limit = timeout if timeout is not None else default
+        result = results[f"c{i}"]
+        assert result.started
+        if limit is not None and limit < seconds:
+            assert result.is_error
+            assert result.content == f"Error: T{i} timed out after {limit:g} s"
+            assert log[f"c{i}"] == limit  # cancelled at its deadline
+        else:  # the others are unaffected
+            assert (result.is_error, result.content) == (False, f"slept {seconds}")
+            assert log[f"c{i}"] == seconds
+
+
+async def test_the_permission_wait_does_not_count(autojump_clock: trio.testing.MockClock) -> None:
+    log: dict[str, float] = {}
+    asked: list[str] = []
+
+    async def slow_yes(tool: Tool, input: Mapping[str, Any], ctx: ToolContext) -> Allow:
+        asked.append(ctx.tool_use_id)
+        await trio.sleep(10)
+        return Allow()
+
+    results = await run_calls(
+        [sleeper("T", log, timeout=2)],
+        [ToolUseBlock("a", "T", {"seconds": 1})],
+        can_use_tool=slow_yes,
+    )
+    assert asked == ["a"]
+    assert results["a"].content == "slept 1"
+    assert log["a"] == 11
+
+
+async def test_a_timed_out_cascading_tool_cancels_its_siblings(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log: dict[str, float] = {}
+    results = await run_calls(
+        [sleeper("Bash", log, timeout=1, cancels_siblings_on_error=True), sleeper("T", log)],
+        [ToolUseBlock("b", "Bash", {"seconds": 5}), ToolUseBlock("t", "T", {"seconds": 5})],
+    )
+    assert results["b"].content == "Error: Bash timed out after 1 s"
+    assert results["t"].is_error
+    assert "Bash" in str(results["t"].content)
+    assert log == {"b": 1, "t": 1}
+
+
+async def test_a_timed_out_sync_tool_is_answered_at_its_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    release = threading.Event()
+
+    @trio_agent.tool(timeout=3)
+    def stuck() -> str:
+        """Blocks its thread."""
+        release.wait()
+        return "never seen"
+
+    try:
+        results = await run_calls([stuck], [ToolUseBlock("s", "stuck", {})])
+        assert results["s"].content == "Error: stuck timed out after 3 s"
+        assert trio.current_time() == 3
+    finally:
+        release.set()
+
+
+@pytest.mark.parametrize("bad", [0, -0.5, float("nan"), "1", True])
+async def test_bad_defaults_are_refused(bad: Any) -> None:
+    with pytest.raises(ToolDefinitionError, match="tool_timeout"):
+        Session(ScriptedModel([]).client(), [], model="m", tool_timeout=bad)
+    with pytest.raises(ToolDefinitionError, match="tool_timeout"):
+        async with open_tool_executor([], tool_timeout=bad):
+            pass  # pragma: no cover - never entered
+    with pytest.raises(ToolDefinitionError, match="tool_timeout"):
+        async with query(
+            ScriptedModel([]).client(), [], tools=[], model="m", max_tokens=1, tool_timeout=bad
+        ):
+            pass  # pragma: no cover - never entered
+
+
+async def test_session_default_reaches_the_tools_and_the_model_reads_the_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    log: dict[str, float] = {}
+    model = ScriptedModel(
+        [
+            ScriptedAnswer(
+                blocks=[
+                    ToolUseBlock("slow", "T", {"seconds": 60}),
+                    ToolUseBlock("quick", "T", {"seconds": 1}),
+                ]
+            ),
+            ScriptedAnswer(blocks=[TextBlock("The slow one timed out.")]),
+        ]
+    )
+    session = Session(model.client(), [sleeper("T", log)], model="m", tool_timeout=5)
+    async with session.submit("go") as events:
+        ends = [e async for e in events if isinstance(e, TurnEnd)]
+    assert [e.reason for e in ends] == [TurnEndReason.COMPLETED]
+    assert log == {"slow": 5, "quick": 1}
+    sent = model.requests[1].body["messages"][-1]["content"]
+    assert [(b["tool_use_id"], b.get("is_error", False), b["content"]) for b in sent] == [
+        ("slow", True, "Error: T timed out after 5 s"),
+        ("quick", False, "slept 1"),
+    ]
+    session.close()

@@ -1,0 +1,219 @@
+"""A tool's ``input_schema`` from its function's type hints, and the input back
+into those types.
+
+``@trio_agent.tool`` without ``input_schema=`` reads the function's parameters:
+each one (but a ``ToolContext`` parameter) is a property of the input object,
+required unless it has a default. The hints understood, and their JSON Schema:
+
+=====================================  ============================================
+``str`` / ``int`` / ``float`` / ``bool``  ``string`` / ``integer`` / ``number`` / ``boolean``
+``list`` / ``list[X]``                 ``array`` (of X)
+``dict`` / ``dict[str, X]``            ``object`` (whose values are X)
+``Literal[a, b, ...]``                 ``enum`` (str, int, float, bool or None values)
+``X | None``, ``Optional[X]``, unions  ``anyOf``
+a ``TypedDict``                        ``object`` with its keys, no others
+an attrs class                         ``object`` with its fields, no others
+``Annotated[X, "text"]``               X, with ``"text"`` as its description
+=====================================  ============================================
+
+Anything else (``Any``, ``tuple``, a plain class, a missing hint) is a
+:class:`~trio_agent.ToolDefinitionError` that asks for an explicit schema.
+
+JSON has no separate integer type: ``1.0`` is a valid ``integer`` and arrives as
+a float; ``number`` accepts ints as Python's ``float`` hint does.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
+
+import attrs
+import jsonschema
+
+from ._exceptions import ToolDefinitionError
+
+__all__ = ["Signature", "convert", "schema_for", "signature_of"]
+
+_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_LITERAL_TYPES = (str, int, float, bool, type(None))
+
+
+class _Unsupported(Exception):
+    """A hint with no JSON Schema; the message names it."""
+
+
+def schema_for(hint: Any) -> dict[str, Any]:
+    """The JSON Schema of the values of *hint*.
+
+    Raises:
+        ToolDefinitionError: the hint is not one of those understood.
+    """
+    try:
+        return _schema(hint, ())
+    except _Unsupported as exc:
+        raise ToolDefinitionError(str(exc)) from None
+
+
+def _schema(hint: Any, seen: tuple[Any, ...]) -> dict[str, Any]:
+    if hint in _SCALARS:
+        return {"type": _SCALARS[hint]}
+    if hint is type(None) or hint is None:
+        return {"type": "null"}
+    origin = get_origin(hint)
+    args = get_args(hint)
+    if origin is typing.Annotated:
+        schema = _schema(args[0], seen)
+        texts = [a for a in args[1:] if isinstance(a, str)]
+        return {**schema, "description": texts[0]} if texts else schema
+    if hint is list or origin is list:
+        return {"type": "array", "items": _schema(args[0], seen)} if args else {"type": "array"}
+    if hint is dict or origin is dict:
+        if not args:
+            return {"type": "object"}
+        if args[0] is not str:
+            raise _Unsupported(f"dict keys must be str in JSON, not {_name(args[0])}")
+        return {"type": "object", "additionalProperties": _schema(args[1], seen)}
+    if origin is Literal:
+        for value in args:
+            if not isinstance(value, _LITERAL_TYPES):
+                raise _Unsupported(f"Literal value {value!r} is not a JSON value")
+        return {"enum": list(args)}
+    if origin is Union or origin is types.UnionType:
+        return {"anyOf": [_schema(a, seen) for a in args]}
+    if hint in seen:
+        raise _Unsupported(f"{_name(hint)} refers to itself")
+    if is_typeddict(hint):
+        hints = _hints(hint)
+        required = sorted(hint.__required_keys__)
+        return _object({k: _schema(h, (*seen, hint)) for k, h in hints.items()}, required)
+    if isinstance(hint, type) and attrs.has(hint):
+        fields = [f for f in attrs.fields(hint) if f.init]
+        types_ = _field_types(hint)
+        props = {f.alias: _schema(types_[f.name], (*seen, hint)) for f in fields}
+        return _object(props, [f.alias for f in fields if f.default is attrs.NOTHING])
+    raise _Unsupported(f"no JSON Schema for the type hint {_name(hint)}")
+
+
+def _object(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    return schema
+
+
+def _hints(obj: Any) -> dict[str, Any]:
+    try:
+        return get_type_hints(obj, include_extras=True)
+    except Exception as exc:  # a forward reference that does not resolve, ...
+        raise _Unsupported(f"cannot read the type hints of {_name(obj)}: {exc}") from None
+
+
+def _field_types(cls: Any) -> dict[str, Any]:
+    """The type of each init field of an attrs class (annotation, or ``type=``)."""
+    hints = _hints(cls)
+    found: dict[str, Any] = {}
+    for f in attrs.fields(cls):
+        kind = hints.get(f.name, f.type)
+        if kind is None:
+            raise _Unsupported(f"field {f.name!r} of {_name(cls)} has no type")
+        found[f.name] = kind
+    return found
+
+
+def _name(hint: Any) -> str:
+    return getattr(hint, "__qualname__", None) or repr(hint)
+
+
+def convert(hint: Any, value: Any) -> Any:
+    """*value*, valid for ``schema_for(hint)``, with attrs classes built from their
+    objects (anywhere inside); everything else is left as it is."""
+    origin = get_origin(hint)
+    args = get_args(hint)
+    if origin is typing.Annotated:
+        return convert(args[0], value)
+    if origin is list and args and isinstance(value, list):
+        return [convert(args[0], v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    if origin is dict and args and isinstance(value, dict):
+        return {k: convert(args[1], v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if origin is Union or origin is types.UnionType:
+        # The first member whose schema the value meets (the schema said one does).
+        for member in args:
+            if _matches(member, value):
+                return convert(member, value)
+        return value
+    if is_typeddict(hint) and isinstance(value, dict):
+        hints = _hints(hint)
+        return {k: convert(hints[k], v) if k in hints else v for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(hint, type) and attrs.has(hint) and isinstance(value, dict):
+        types_ = _field_types(hint)
+        by_alias = {f.alias: f.name for f in attrs.fields(hint) if f.init}
+        kwargs = {k: convert(types_[by_alias[k]], v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+        return hint(**kwargs)
+    return value
+
+
+def _matches(hint: Any, value: Any) -> bool:
+    return bool(jsonschema.Draft202012Validator(_schema(hint, ())).is_valid(value))
+
+
+@attrs.frozen
+class Signature:
+    """What ``@tool`` read from a function: its input schema, the hint of each
+    input parameter, and the name of the parameter that gets the ``ToolContext``."""
+
+    input_schema: dict[str, Any]
+    hints: Mapping[str, Any]
+    context_param: str | None
+
+
+def signature_of(fn: Callable[..., Any], context_type: type) -> Signature:
+    """Read *fn*'s parameters into a :class:`Signature`.
+
+    Raises:
+        ToolDefinitionError: a parameter cannot be passed by keyword, has no hint,
+            or its hint has no JSON Schema; the message asks for ``input_schema=``.
+    """
+    label = getattr(fn, "__name__", repr(fn))
+    ask = "give input_schema=... explicitly"
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError) as exc:
+        raise ToolDefinitionError(f"tool {label!r}: cannot read its signature ({exc})") from None
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"tool {label!r}: cannot read its type hints ({exc}); {ask}"
+        ) from None
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    inputs: dict[str, Any] = {}
+    context_param: str | None = None
+    for param in params.values():
+        if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+            raise ToolDefinitionError(
+                f"tool {label!r}: parameter {param.name!r} cannot be passed by keyword; {ask}"
+            )
+        if param.name not in hints:
+            raise ToolDefinitionError(
+                f"tool {label!r}: parameter {param.name!r} has no type hint; {ask}"
+            )
+        hint = hints[param.name]
+        if hint is context_type:
+            context_param = param.name
+            continue
+        try:
+            props[param.name] = _schema(hint, ())
+        except _Unsupported as exc:
+            raise ToolDefinitionError(
+                f"tool {label!r}: parameter {param.name!r}: {exc}; {ask}"
+            ) from None
+        inputs[param.name] = hint
+        if param.default is param.empty:
+            required.append(param.name)
+    return Signature(_object(props, required), inputs, context_param)
