@@ -99,6 +99,9 @@ class Session:
         max_tool_concurrency: at most this many tools at once.
         params: more Messages API parameters (``temperature``, ``thinking``...).
         messages: the history to start from (see :meth:`resume`).
+        pending: the calls of the last message of *messages* that await approval
+            (a ``TurnEnd.pending``), when starting from a turn that ended
+            ``awaiting_approval``.
         context: the tools' shared context (``ctx.context``); the session keeps
             what the context modifiers of each turn's non-safe tools make of it.
         token_budget: an output-token budget per submitted prompt (see ``query``).
@@ -133,7 +136,7 @@ class Session:
     _truncate_to: int | None = attrs.field(default=None, init=False)
     _control: TurnControl | None = attrs.field(default=None, init=False)
     _busy: bool = attrs.field(default=False, init=False)
-    _pending: PendingApprovals | None = attrs.field(default=None, init=False)
+    _pending: PendingApprovals | None = attrs.field(default=None, kw_only=True, alias="pending")
 
     @classmethod
     def resume(
