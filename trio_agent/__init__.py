@@ -78,6 +78,7 @@ from ._loop import StopHook as StopHook
 from ._loop import StopHookResult as StopHookResult
 from ._loop import TextDelta as TextDelta
 from ._loop import ThinkingDelta as ThinkingDelta
+from ._loop import ToolInputDelta as ToolInputDelta
 from ._loop import Transition as Transition
 from ._loop import TransitionReason as TransitionReason
 from ._loop import TurnControl as TurnControl
@@ -208,6 +209,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolExecutor",
     "ToolFinished",
+    "ToolInputDelta",
     "ToolOutput",
     "ToolProgress",
     "ToolResult",

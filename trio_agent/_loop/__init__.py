@@ -30,3 +30,4 @@ from ._state import Transition as Transition
 from ._state import TransitionReason as TransitionReason
 from ._state import TurnEnd as TurnEnd
 from ._state import TurnEndReason as TurnEndReason
+from ._tool_input import ToolInputDelta as ToolInputDelta

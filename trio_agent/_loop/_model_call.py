@@ -38,6 +38,7 @@ from .._tools import Tool, ToolContext
 from . import _recovery as rec
 from ._control import TurnControl
 from ._state import BlockFinished, QueryEvent, Stall, State, TextDelta, ThinkingDelta
+from ._tool_input import PartialInputs
 
 __all__ = ["Attempt", "ModelCaller", "Phase"]
 
@@ -152,6 +153,7 @@ class ModelCaller:
     fallback_model: str | None = None
     stall_threshold: float = 30.0
     max_stalls: int | None = None
+    tool_input_deltas: bool = True
     calls: int = 0
 
     @property
@@ -319,6 +321,7 @@ class ModelCaller:
     async def _stream(self, state: State, executor: ToolExecutor, attempt: Attempt) -> None:
         index = 0
         last: float | None = None
+        inputs = PartialInputs() if self.tool_input_deltas else None
         async with self.client.stream(**self._request(state, attempt)) as items:
             async for item in items:
                 if isinstance(item, StreamEvent):
@@ -330,6 +333,8 @@ class ModelCaller:
                     if item.stop_reason == "refusal":
                         executor.skip_unstarted(REFUSAL_SKIPPED)
                     index = await self._on_event(item, attempt, index)
+                    if inputs is not None and (partial := inputs.feed(item)) is not None:
+                        await self.send.send(partial)
                 elif isinstance(item, AssistantMessage):
                     for block in item.content:
                         attempt.blocks.append(block)

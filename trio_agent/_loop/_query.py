@@ -591,6 +591,7 @@ async def query(
     context_window: int | None = None,
     pending: PendingApprovals | None = None,
     approvals: Mapping[str, PermissionDecision] | None = None,
+    tool_input_deltas: bool = True,
     **params: Any,
 ) -> AsyncGenerator[trio.MemoryReceiveChannel[QueryEvent]]:
     """Run one user turn: stream the model, run its tools, recover, until it ends.
@@ -654,11 +655,14 @@ async def query(
             them as *approvals* says, then calls the model.
         approvals: ``{tool_use_id: Allow() | Deny(...) | Reject(...) | Defer()}`` for
             the *pending* calls; a pending call left out is deferred again.
+        tool_input_deltas: send :class:`ToolInputDelta` events (each streaming tool
+            call's input, partially parsed, coalesced to linear time); False: none.
         **params: more Messages API parameters (``temperature``, ``thinking``...).
 
     Yields:
         A channel of events: :class:`TextDelta`, :class:`ThinkingDelta`,
-        :class:`BlockFinished`, :class:`~trio_agent.AssistantMessage` (complete
+        :class:`ToolInputDelta`, :class:`BlockFinished`,
+        :class:`~trio_agent.AssistantMessage` (complete
         answers, each appended to the history), :class:`ToolResult`,
         :class:`ToolProgress`, :class:`ToolFinished`,
         :class:`~trio_agent.UserMessage` (tool results, "continue" and stop-hook
@@ -709,6 +713,7 @@ async def query(
         fallback_model=fallback_model,
         stall_threshold=stall_threshold,
         max_stalls=max_stalls,
+        tool_input_deltas=tool_input_deltas,
     )
     if retry is None:
         retry = client.retry if isinstance(client, RecoverableModelClient) else RetryPolicy()

@@ -24,6 +24,7 @@ from .._messages import (
     Usage,
     UserMessage,
 )
+from ._tool_input import ToolInputDelta
 
 __all__ = [
     "AttemptDiscarded",
@@ -368,6 +369,7 @@ class State:
 QueryEvent: TypeAlias = (
     TextDelta
     | ThinkingDelta
+    | ToolInputDelta
     | BlockFinished
     | AssistantMessage
     | UserMessage
