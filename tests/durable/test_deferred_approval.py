@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_agent import Allow, Defer, Deny, Reject, UserMessage
-from trio_agent.durable import DurableClient, DurableError
+from trio_agent.durable import DurableClient, DurableError, SqlSessionStore
 from trio_agent.durable._approvals import approvals_from_json, approvals_to_json
 from trio_agent.testing import check_history
 
@@ -117,3 +117,43 @@ def test_submit_refuses_bad_approvals(tmp_path: pathlib.Path) -> None:
             client.submit("s", "hi", approvals={"t": Allow()})
     finally:
         client.close()
+
+
+def test_the_store_keeps_pending_calls_unanswered_until_they_are_not(
+    tmp_path: pathlib.Path,
+) -> None:
+    import sqlalchemy as sa
+
+    from trio_agent import (
+        AssistantMessage,
+        PendingApprovals,
+        ToolResultBlock,
+        ToolUseBlock,
+        TranscriptError,
+    )
+
+    store = SqlSessionStore.connect(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    try:
+        b, r = ToolUseBlock("b", "Bash", {}), ToolUseBlock("r", "Read", {})
+        answer = AssistantMessage(id="m1", model="m", content=(b, r))
+        pending = PendingApprovals((b,), (ToolResultBlock("r", "ok"),))
+        turn = [UserMessage("go"), answer]
+        store.commit_turn("s", "turn-1", turn, {"turn_id": "turn-1"}, pending)
+        assert store.load_pending("s") == (tuple(turn), pending)
+        # a later message (appended without the turn machinery) answers them: repaired
+        store.append("s", [UserMessage([ToolResultBlock("b", "no"), ToolResultBlock("r", "ok")])])
+        messages, left = store.load_pending("s")
+        assert left is None
+        check_history(messages, strict=True)
+        # a turn committed without pending calls clears the row
+        store.commit_turn("s", "turn-2", [], {"turn_id": "turn-2"}, None)
+        with store.engine.connect() as conn:
+            rows = conn.execute(sa.text("select count(*) from trio_agent_pending")).scalar()
+        assert rows == 0
+        # a corrupt row is a clear error
+        with store.engine.begin() as conn:
+            conn.execute(sa.text("insert into trio_agent_pending values ('s', '{\"calls\": 5')"))
+        with pytest.raises(TranscriptError, match="bad pending approvals"):
+            store.load("s")
+    finally:
+        store.close()

@@ -395,3 +395,85 @@ def test_another_process_resumes_and_approves(tmp_path: Path) -> None:
         ("b", "ran in pid-2"),
     ]
     assert t.messages[-1].text == "Done."
+
+
+async def test_interrupt_while_approved_calls_run(
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+) -> None:
+    ran = Ran()
+    model = ScriptedModel([answer(bash("b", seconds=30.0)), answer(TextBlock("never"))])
+    session = Session(model.client(), tools(ran), model="m", can_use_tool=ask_later_for_bash)
+    await drain(session, "go")
+    events = await run_turn_acting_at(
+        session.submit(approvals={"b": Allow()}), session.interrupt, after=1.0
+    )
+    end = events[-1]
+    # Bash here is a "block" tool: the interrupt lets it finish, then the turn ends
+    assert (end.reason, end.abort_reason) == (TurnEndReason.ABORTED_TOOLS, "interrupt")
+    assert ran.calls == ["b"]
+    check_history(session.messages, strict=True)
+    (result,) = session.messages[-1].tool_results
+    assert (result.content, result.is_error) == ("Bash ran b", False)
+    assert len(model.requests) == 1
+
+
+async def test_a_crash_at_any_byte_resumes_pending_or_repaired(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    """Wherever a crash cuts a transcript that ends awaiting approval, resuming gives
+    a valid history: with the calls pending if the ``pending`` line survived, else
+    with them answered as interrupted."""
+    path = tmp_path / "t.jsonl"
+    model = ScriptedModel([answer(read("r"), bash("b"))])
+    session = Session(
+        model.client(),
+        tools(Ran()),
+        model="m",
+        can_use_tool=ask_later_for_bash,
+        transcript_path=path,
+    )
+    await drain(session, "go")
+    session.close()
+    data = path.read_bytes()
+    assert data.endswith(b"\n")
+    pending_at = data.rindex(b'{"type":"pending"')
+    header_end = data.index(b"\n") + 1
+    cuts = sorted({*range(header_end, len(data), 41), pending_at, len(data) - 1, len(data)})
+    for cut in cuts:
+        crashed = tmp_path / f"crash-{cut}.jsonl"
+        crashed.write_bytes(data[:cut])
+        t = read_transcript(crashed)
+        if cut == len(data):
+            assert t.pending == session.pending_approvals
+            assert t.messages == session.messages
+        else:
+            assert t.pending is None
+            check_history(t.messages, strict=True)
+    assert len(cuts) > 5
+
+
+async def test_query_checks_pending_against_the_history(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from trio_agent import query
+
+    model = ScriptedModel([answer(TextBlock("never"))])
+    use = AssistantMessage(id="m1", model="m", content=(bash("b"), read("r")))
+    pending = PendingApprovals((bash("b"),), ())
+    for messages, bad_pending, approvals, match in (
+        ([UserMessage("go")], pending, {"b": Allow()}, "not those of the last"),
+        ([], pending, {}, "not those of the last"),
+        ([UserMessage("go"), use], pending, {}, "not those of the last"),  # r unanswered
+        ([UserMessage("go")], None, {"b": Allow()}, "no tool call is awaiting"),
+    ):
+        with pytest.raises(ApprovalError, match=match):
+            async with query(
+                model.client(),
+                messages,
+                tools=tools(Ran()),
+                model="m",
+                pending=bad_pending,
+                approvals=approvals,
+            ):
+                pass  # pragma: no cover
+    assert model.requests == []

@@ -277,8 +277,9 @@ class Session:
 
         Raises:
             trio.BusyResourceError: another turn of this session is running.
-            ApprovalError: a prompt while calls await approval, approvals when none
-                do, approvals for calls that are not pending, or neither.
+            ApprovalError: a prompt while calls await approval (with or without
+                approvals), approvals when none do, approvals for calls that are not
+                pending, or neither.
         """
         if self._busy:
             raise trio.BusyResourceError("a turn of this session is already running")
@@ -292,8 +293,6 @@ class Session:
             raise ApprovalError("no tool call is awaiting approval")
         if pending is None and prompt is None:
             raise ApprovalError("submit() needs a prompt (no tool call awaits approval)")
-        if prompt is not None and approvals is not None:
-            raise ApprovalError("submit() takes a prompt or approvals, not both")
         if pending is not None:
             # Checked here, so bad approvals leave the session as it was.
             check_approvals(self._messages, pending, approvals)
