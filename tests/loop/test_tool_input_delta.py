@@ -7,12 +7,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import httpx
+import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_agent import (
     BlockFinished,
+    OpenAIClient,
     TextBlock,
     Tool,
     ToolContext,
@@ -164,3 +167,36 @@ def test_bad_json_deep_nesting_and_non_objects_give_no_delta() -> None:
         fresh = PartialInputs()
         fresh.feed(_events(0, [])[0])
         assert fresh.feed(StreamEvent("content_block_delta", data)) is None
+
+
+@pytest.mark.parametrize(
+    ("protocol", "api"), [("openai-responses", "responses"), ("openai-chat", "chat")]
+)
+async def test_openai_streams_give_deltas_too(
+    autojump_clock: trio.testing.MockClock, protocol: str, api: str
+) -> None:
+    seen: list[Mapping[str, Any]] = []
+    value = {"path": "notes.md", "content": "z" * 300}
+    model = ScriptedModel(
+        [
+            ScriptedAnswer(blocks=[ToolUseBlock("call_1", "Write", value)]),
+            ScriptedAnswer(blocks=[TextBlock("done")]),
+        ],
+        protocol=protocol,  # pyright: ignore[reportArgumentType]
+    )
+    http = httpx.AsyncClient(transport=model.transport())
+    client = OpenAIClient(
+        api=api, api_key="sk-test", base_url="http://scripted/v1", http_client=http
+    )  # pyright: ignore[reportArgumentType]
+    events: list[Any] = []
+    async with query(
+        client, [UserMessage("go")], tools=[echo_tool(seen)], model="gpt-x", max_tokens=64
+    ) as stream:
+        async for event in stream:
+            events.append(event)
+    deltas = [e for e in events if isinstance(e, ToolInputDelta)]
+    assert deltas
+    assert all(d.name == "Write" and d.tool_use_id == "call_1" for d in deltas)
+    assert all(value["content"].startswith(d.partial_input.get("content", "")) for d in deltas)
+    assert seen == [value]
+    assert events[-1].reason is TurnEndReason.COMPLETED
