@@ -33,6 +33,7 @@ from ._exceptions import APIConnectionError as APIConnectionError
 from ._exceptions import APIError as APIError
 from ._exceptions import APIStatusError as APIStatusError
 from ._exceptions import APITimeoutError as APITimeoutError
+from ._exceptions import ApprovalError as ApprovalError
 from ._exceptions import AuthenticationError as AuthenticationError
 from ._exceptions import CompactionError as CompactionError
 from ._exceptions import ConflictError as ConflictError
@@ -67,6 +68,7 @@ from ._loop import BlockFinished as BlockFinished
 from ._loop import Compacted as Compacted
 from ._loop import Compactor as Compactor
 from ._loop import ModelFallback as ModelFallback
+from ._loop import PendingApprovals as PendingApprovals
 from ._loop import PermissionRuleError as PermissionRuleError
 from ._loop import PermissionRules as PermissionRules
 from ._loop import QueryEvent as QueryEvent
@@ -75,6 +77,7 @@ from ._loop import StopHook as StopHook
 from ._loop import StopHookResult as StopHookResult
 from ._loop import TextDelta as TextDelta
 from ._loop import ThinkingDelta as ThinkingDelta
+from ._loop import ToolInputDelta as ToolInputDelta
 from ._loop import Transition as Transition
 from ._loop import TransitionReason as TransitionReason
 from ._loop import TurnControl as TurnControl
@@ -111,6 +114,7 @@ from ._model import StreamResult as StreamResult
 from ._model import StreamStatistics as StreamStatistics
 from ._permissions import Allow as Allow
 from ._permissions import CanUseTool as CanUseTool
+from ._permissions import Defer as Defer
 from ._permissions import Deny as Deny
 from ._permissions import PermissionDecision as PermissionDecision
 from ._permissions import Reject as Reject
@@ -137,6 +141,7 @@ __all__ = [
     "AccumulatorStatistics",
     "Allow",
     "AnthropicClient",
+    "ApprovalError",
     "AssistantMessage",
     "AttemptDiscarded",
     "AuthenticationError",
@@ -147,6 +152,7 @@ __all__ = [
     "Compactor",
     "ConflictError",
     "ContentBlock",
+    "Defer",
     "Deny",
     "ExecutorClosedError",
     "ExecutorStatistics",
@@ -161,6 +167,7 @@ __all__ = [
     "OpaqueBlock",
     "OpenAIClient",
     "OverloadedError",
+    "PendingApprovals",
     "PermissionDecision",
     "PermissionDeniedError",
     "PermissionRuleError",
@@ -200,6 +207,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolExecutor",
     "ToolFinished",
+    "ToolInputDelta",
     "ToolOutput",
     "ToolProgress",
     "ToolResult",

@@ -24,6 +24,7 @@ The tree::
     │       ├── InternalServerError  500 and other 5xx
     │       └── OverloadedError      529 ``overloaded_error``
     ├── CompactionError              the built-in compactor could not compact the history
+    ├── ApprovalError                approvals that answer no pending tool call
     ├── ToolDefinitionError          a Tool was declared wrongly (bad schema, name...)
     ├── ExecutorClosedError          add_tool() after finish() or discard()
     ├── WorkspaceError               a path escapes the workspace of a built-in tool
@@ -39,6 +40,7 @@ __all__ = [
     "APIError",
     "APIStatusError",
     "APITimeoutError",
+    "ApprovalError",
     "AuthenticationError",
     "CompactionError",
     "ConflictError",
@@ -199,6 +201,10 @@ class InternalServerError(APIStatusError):
 
 class OverloadedError(APIStatusError):
     """529 or an in-stream ``overloaded_error``; retried by default."""
+
+
+class ApprovalError(TrioAgentError):
+    """Approvals that answer no pending tool call, or a prompt while calls await approval."""
 
 
 class CompactionError(TrioAgentError):

@@ -38,6 +38,7 @@ from . import (
     AssistantMessage,
     ContentBlock,
     ModelClient,
+    PermissionDecision,
     QueryEvent,
     Session,
     StreamItem,
@@ -67,8 +68,9 @@ _PROVIDER = "anthropic"
 @contextlib.asynccontextmanager
 async def traced_submit(
     session: Session,
-    prompt: str | Sequence[ContentBlock],
+    prompt: str | Sequence[ContentBlock] | None = None,
     *,
+    approvals: Mapping[str, PermissionDecision] | None = None,
     agent_name: str = "trio-agent",
     conversation_id: str | None = None,
     tracer_provider: TracerProvider | None = None,
@@ -78,12 +80,14 @@ async def traced_submit(
     Args:
         session: the session; its client and tools are wrapped for the turn only.
         prompt: the user's message.
+        approvals: instead of a prompt, the decisions on the calls that await
+            approval (see :meth:`Session.submit`).
         agent_name: ``gen_ai.agent.name``.
         conversation_id: ``gen_ai.conversation.id`` (e.g. the session id).
         tracer_provider: defaults to the global one.
     """
     if _trace is None:  # pragma: no cover - checked in a subprocess without the API
-        async with session.submit(prompt) as events:
+        async with session.submit(prompt, approvals=approvals) as events:
             yield events
         return
     tracer = _trace.get_tracer("trio_agent", tracer_provider=tracer_provider)
@@ -101,7 +105,10 @@ async def traced_submit(
     session.client = _TracedClient(client, turn)
     session.tools = [attrs.evolve(t, run=turn.wrap(t)) for t in tools]
     try:
-        async with session.submit(prompt) as events, _observed(events, turn) as observed:
+        async with (
+            session.submit(prompt, approvals=approvals) as events,
+            _observed(events, turn) as observed,
+        ):
             yield observed
     except BaseException as exc:
         _error(span, exc)

@@ -74,7 +74,14 @@ class Workers:
         self.model_url = model_url
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, database_url: str, *, executor_id: str = "w1", concurrency: int = 8):
+    def start(
+        self,
+        database_url: str,
+        *,
+        executor_id: str = "w1",
+        concurrency: int = 8,
+        app: str = "durable_app:agent",
+    ):
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             [str(ROOT), str(HERE), *filter(None, [env.get("PYTHONPATH")])]
@@ -82,7 +89,7 @@ class Workers:
         env["DURABLE_TEST_DIR"] = str(self.directory)
         env["DURABLE_TEST_MODEL_URL"] = self.model_url
         code = "import sys; from trio_agent._cli import main; sys.exit(main())"
-        argv = [sys.executable, "-c", code, "worker", "--app", "durable_app:agent"]
+        argv = [sys.executable, "-c", code, "worker", "--app", app]
         argv += ["--database-url", database_url, "--concurrency", str(concurrency)]
         argv += ["--executor-id", executor_id]
         path = self.directory / f"worker-{executor_id}-{len(self.procs)}.log"

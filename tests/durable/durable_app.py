@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pathlib
 
+import attrs
 import trio
 
 import trio_agent
@@ -46,3 +47,15 @@ def build(session_id: str) -> trio_agent.Session:
 
 
 agent = durable.Agent("durable-test", build)
+
+
+def build_deferring(session_id: str) -> trio_agent.Session:
+    """:func:`build`, but every ``effect`` call waits for approval (``Defer``)."""
+
+    async def ask_later(tool, input, ctx):
+        return trio_agent.Defer() if tool.name == "effect" else trio_agent.Allow()
+
+    return attrs.evolve(build(session_id), can_use_tool=ask_later)
+
+
+deferring = durable.Agent("durable-deferring", build_deferring)

@@ -71,6 +71,7 @@ def test_reasons_are_the_documented_strings() -> None:
         "permission_rejected",
         "error",
         "stop_hook_limit",
+        "awaiting_approval",
     }
     assert TurnEndReason.COMPLETED == "completed"
 

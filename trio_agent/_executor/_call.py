@@ -19,7 +19,7 @@ import trio
 
 from .._exceptions import excerpt
 from .._messages import ContentBlock, ToolUseBlock
-from .._permissions import Allow, CanUseTool, Deny, Reject
+from .._permissions import Allow, CanUseTool, Defer, Deny, Reject
 from .._tools import ContextModifier, Tool, ToolContext, ToolOutput, plain_json
 from ._results import (
     ToolResult,
@@ -127,7 +127,7 @@ async def execute(
     if can_use_tool is not None:
         try:
             decision = await can_use_tool(tool, input, ctx)
-            if not isinstance(decision, Allow | Deny | Reject):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not isinstance(decision, Allow | Deny | Reject | Defer):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise TypeError(f"can_use_tool returned {type(decision).__name__}")
         except Exception as exc:
             return _error(call, permission_error_message(tool.name, exc))
@@ -135,6 +135,11 @@ async def execute(
             return _error(call, decision.message)
         if isinstance(decision, Reject):
             return Rejected(decision.message)
+        if isinstance(decision, Defer):
+            # Pairing holds: a placeholder result, marked, that the loop keeps out of
+            # the history while the call waits for approval.
+            result = ToolResult(block.id, decision.message, is_error=True, deferred=True)
+            return Ran(result)
         if decision.updated_input is not None:
             error = tool.validate(decision.updated_input)
             if error is not None:

@@ -85,8 +85,9 @@ def open_tool_executor(
         turn_scope: the cancel scope of the turn. ``Reject`` from ``can_use_tool``
             cancels it (``permission_rejected``); without one, a rejection cancels
             every call of this executor instead.
-        can_use_tool: ``async (tool, input, ctx) -> Allow | Deny | Reject``,
-            consulted inside the call's slot, before the tool runs.
+        can_use_tool: ``async (tool, input, ctx) -> Allow | Deny | Reject | Defer``,
+            consulted inside the call's slot, before the tool runs; a ``Defer``
+            answers the call with a ``deferred`` placeholder result at once.
         max_concurrency: the most tools running at once.
         context: the shared context value; tools see it as ``ctx.context`` and
             non-safe tools may change it with ``ToolOutput.context_modifier``.

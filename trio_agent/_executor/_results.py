@@ -59,6 +59,9 @@ class ToolResult:
         abort_reason: set when the executor cancelled the call or never ran it.
         started: whether the tool's ``run`` had been called (its side effects
             may have happened even when it was cancelled).
+        deferred: ``can_use_tool`` answered :class:`~trio_agent.Defer`: the tool did
+            not run and the call waits for approval; *content* is what the model
+            reads if the turn ends before the approval comes.
     """
 
     tool_use_id: str
@@ -68,6 +71,7 @@ class ToolResult:
     is_error: bool = attrs.field(default=False, kw_only=True)
     abort_reason: AbortReason | None = attrs.field(default=None, kw_only=True)
     started: bool = attrs.field(default=False, kw_only=True)
+    deferred: bool = attrs.field(default=False, kw_only=True)
 
     def to_block(self) -> ToolResultBlock:
         """The ``tool_result`` block to send back to the model."""

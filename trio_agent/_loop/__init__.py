@@ -12,6 +12,7 @@ from ._query import DEFAULT_MAX_STOP_HOOK_BLOCKS as DEFAULT_MAX_STOP_HOOK_BLOCKS
 from ._query import Compactor as Compactor
 from ._query import StopHook as StopHook
 from ._query import StopHookResult as StopHookResult
+from ._query import check_approvals as check_approvals
 from ._query import query as query
 from ._rules import PermissionRuleError as PermissionRuleError
 from ._rules import PermissionRules as PermissionRules
@@ -19,6 +20,7 @@ from ._state import AttemptDiscarded as AttemptDiscarded
 from ._state import BlockFinished as BlockFinished
 from ._state import Compacted as Compacted
 from ._state import ModelFallback as ModelFallback
+from ._state import PendingApprovals as PendingApprovals
 from ._state import QueryEvent as QueryEvent
 from ._state import Stall as Stall
 from ._state import State as State
@@ -28,3 +30,4 @@ from ._state import Transition as Transition
 from ._state import TransitionReason as TransitionReason
 from ._state import TurnEnd as TurnEnd
 from ._state import TurnEndReason as TurnEndReason
+from ._tool_input import ToolInputDelta as ToolInputDelta

@@ -11,7 +11,7 @@ they come. The call runs in its own *turn scope* (cancelled by
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
 import attrs
@@ -33,11 +33,12 @@ from .._model import (
     StreamEvent,
     StreamResult,
 )
-from .._permissions import CanUseTool
-from .._tools import Tool
+from .._permissions import CanUseTool, Defer, PermissionDecision
+from .._tools import Tool, ToolContext
 from . import _recovery as rec
 from ._control import TurnControl
 from ._state import BlockFinished, QueryEvent, Stall, State, TextDelta, ThinkingDelta
+from ._tool_input import PartialInputs
 
 __all__ = ["Attempt", "ModelCaller", "Phase"]
 
@@ -153,6 +154,7 @@ class ModelCaller:
     fallback_model: str | None = None
     stall_threshold: float = 30.0
     max_stalls: int | None = None
+    tool_input_deltas: bool = True
     calls: int = 0
 
     @property
@@ -209,6 +211,52 @@ class ModelCaller:
         cut = attempt.aborted or stream_scope.cancelled_caught or attempt.error is not None
         if not cut and attempt.result is None:  # pragma: no cover - a client contract breach
             raise RuntimeError("the client's stream ended without a StreamResult")
+        return attempt
+
+    async def run_approved(
+        self,
+        state: State,
+        calls: Sequence[ToolUseBlock],
+        approvals: Mapping[str, PermissionDecision],
+    ) -> Attempt:
+        """Run deferred *calls* in one executor (no model call), each decided by its
+        entry of *approvals* (a call without one is deferred again); like
+        :meth:`call`, every call gets a result, whatever way it ends."""
+
+        async def decide(
+            tool: Tool, input: Mapping[str, Any], ctx: ToolContext
+        ) -> PermissionDecision:
+            return approvals.get(ctx.tool_use_id, Defer())
+
+        attempt = Attempt(model_call=0, context=state.context, phase="tools")
+        turn_scope = trio.CancelScope()
+        executor: ToolExecutor | None = None
+        with (
+            self.control.cancelling(turn_scope),
+            turn_scope,
+            self.control.interrupting() as attach_executor,
+        ):
+            async with (
+                open_tool_executor(
+                    self.tools,
+                    turn_scope=turn_scope,
+                    can_use_tool=decide,
+                    max_concurrency=self.max_tool_concurrency,
+                    context=state.context,
+                ) as executor,
+                trio.open_nursery() as nursery,
+            ):
+                nursery.start_soon(self._forward_progress, executor)
+                nursery.start_soon(self._collect_results, executor, attempt)
+                attach_executor(executor)
+                for block in calls:
+                    attempt.blocks.append(block)
+                    executor.add_tool(block)
+                executor.finish()
+        assert executor is not None
+        attempt.context = executor.context
+        attempt.drained = list(executor.drain())
+        attempt.aborted = turn_scope.cancelled_caught
         return attempt
 
     def _on_retry(self, state: State, attempt: Attempt) -> RetryObserver:
@@ -275,6 +323,7 @@ class ModelCaller:
     async def _stream(self, state: State, executor: ToolExecutor, attempt: Attempt) -> None:
         index = 0
         last: float | None = None
+        inputs = PartialInputs() if self.tool_input_deltas else None
         async with self.client.stream(**self._request(state, attempt)) as items:
             async for item in items:
                 if isinstance(item, StreamEvent):
@@ -286,6 +335,8 @@ class ModelCaller:
                     if item.stop_reason == "refusal":
                         executor.skip_unstarted(REFUSAL_SKIPPED)
                     index = await self._on_event(item, attempt, index)
+                    if inputs is not None and (partial := inputs.feed(item)) is not None:
+                        await self.send.send(partial)
                 elif isinstance(item, AssistantMessage):
                     for block in item.content:
                         attempt.blocks.append(block)

@@ -47,18 +47,18 @@ Example::
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol, TypeAlias
 
 import attrs
 import trio
 
-from .._exceptions import OverloadedError, PromptTooLongError, unwrap_single
-from .._executor import AbortReason
-from .._messages import AssistantMessage, Message, UserMessage
+from .._exceptions import ApprovalError, OverloadedError, PromptTooLongError, unwrap_single
+from .._executor import AbortReason, summarize_call
+from .._messages import AssistantMessage, Message, ToolResultBlock, UserMessage
 from .._model import ModelClient, RecoverableModelClient, RetryPolicy
-from .._permissions import CanUseTool
+from .._permissions import Allow, CanUseTool, Defer, Deny, PermissionDecision, Reject
 from .._tools import Tool, check_timeout
 from . import _recovery as rec
 from ._control import TurnControl
@@ -67,6 +67,7 @@ from ._state import (
     AttemptDiscarded,
     Compacted,
     ModelFallback,
+    PendingApprovals,
     QueryEvent,
     State,
     TransitionReason,
@@ -132,10 +133,80 @@ class _Loop:
 
     # -- the loop -----------------------------------------------------------------
 
-    async def run(self, state: State) -> None:
+    async def run(
+        self,
+        state: State,
+        pending: PendingApprovals | None = None,
+        approvals: Mapping[str, PermissionDecision] | None = None,
+    ) -> None:
         with self.send:
-            end = await self._run(state)
+            if pending is not None:
+                resumed = await self._approve(state, pending, approvals or {})
+                end = resumed if isinstance(resumed, TurnEnd) else await self._run(resumed)
+            else:
+                end = await self._run(state)
             await self.send.send(end)
+
+    async def _approve(
+        self,
+        state: State,
+        pending: PendingApprovals,
+        approvals: Mapping[str, PermissionDecision],
+    ) -> State | TurnEnd:
+        """Run or answer the deferred calls of the history's last answer, as
+        *approvals* say; then the model answers the answer's results (or the turn
+        ends again awaiting approval, for the calls *approvals* left out)."""
+        answer = state.messages[-1]
+        assert isinstance(answer, AssistantMessage)
+        attempt = await self.caller.run_approved(state, pending.calls, approvals)
+        await self._send_unsent_results(attempt)
+        state = attrs.evolve(state, context=attempt.context)
+        blocks = {r.tool_use_id: r for r in pending.results}
+        ran = attempt.results()
+        blocks.update((i, r.to_block()) for i, r in ran.items())
+        stopped = attempt.aborted or self.control.aborted or self.control.interrupted
+        deferred = {i for i, r in ran.items() if r.deferred}
+        if deferred and not stopped:
+            return await self._await_approval(
+                attrs.evolve(state, messages=state.messages[:-1]), answer, blocks, deferred
+            )
+        results = UserMessage(tuple(blocks[u.id] for u in answer.tool_uses))
+        await self.send.send(results)
+        state = rec.approved(state, results)
+        if stopped:
+            why = self._why_aborted(attempt)
+            reason = (
+                TurnEndReason.PERMISSION_REJECTED
+                if why == AbortReason.PERMISSION_REJECTED
+                else TurnEndReason.ABORTED_TOOLS
+            )
+            return await self._end(state, reason, why)
+        if rec.exceeds_max_turns(state, self.max_turns):  # pragma: no cover - max_turns >= 1
+            return await self._end(state, TurnEndReason.MAX_TURNS)
+        assert state.transition is not None
+        await self.send.send(state.transition)
+        return state
+
+    async def _await_approval(
+        self,
+        state: State,
+        message: AssistantMessage,
+        blocks: Mapping[str, ToolResultBlock],
+        deferred: set[str],
+    ) -> TurnEnd:
+        """End the turn with *message* in the history and its *deferred* calls
+        unanswered, waiting for approval; *blocks* holds every call's result."""
+        pending = PendingApprovals(
+            tuple(u for u in message.tool_uses if u.id in deferred),
+            tuple(blocks[u.id] for u in message.tool_uses if u.id not in deferred),
+        )
+        names = ", ".join(summarize_call(c.name, c.input) for c in pending.calls)
+        return await self._end(
+            _append(state, message),
+            TurnEndReason.AWAITING_APPROVAL,
+            message=f"{len(pending.calls)} tool call(s) await approval: {names}",
+            pending=pending,
+        )
 
     async def _run(self, state: State) -> TurnEnd:
         last_phase: Phase = "streaming"
@@ -178,6 +249,11 @@ class _Loop:
         message = rec.merge_paused(state.paused, answer)
         outcome = rec.classify_answer(state, answer)
         if outcome is rec.Outcome.TOOLS:
+            ran = attempt.results()
+            deferred = {i for i, r in ran.items() if r.deferred}
+            if deferred and not (self.control.aborted or self.control.interrupted):
+                blocks = {i: r.to_block() for i, r in ran.items()}
+                return await self._await_approval(state, message, blocks, deferred)
             results = attempt.results_message(message)
             await self.send.send(results)
             if self.control.aborted or self.control.interrupted:
@@ -432,6 +508,7 @@ class _Loop:
         *,
         error: Exception | None = None,
         message: str | None = None,
+        pending: PendingApprovals | None = None,
     ) -> TurnEnd:
         """The TurnEnd for *state*; a paused answer still aside joins the history."""
         if state.paused is not None:
@@ -448,7 +525,33 @@ class _Loop:
             message=message,
             abort_reason=abort_reason,
             context=state.context,
+            pending=pending,
         )
+
+
+def check_approvals(
+    messages: Sequence[Message],
+    pending: PendingApprovals | None,
+    approvals: Mapping[str, PermissionDecision] | None,
+) -> None:
+    """Raise :class:`ApprovalError` unless *approvals* answer calls of *pending*, and
+    *pending* is what the last message of *messages* left unanswered."""
+    if pending is None:
+        if approvals:
+            raise ApprovalError("no tool call is awaiting approval")
+        return
+    if not pending.belongs_to(messages[-1] if messages else None):
+        raise ApprovalError(
+            "the pending calls and results are not those of the last message's tool uses"
+        )
+    for key, decision in (approvals or {}).items():
+        if key not in pending.ids:
+            raise ApprovalError(f"tool call {key!r:.80} is not awaiting approval")
+        if not isinstance(decision, Allow | Deny | Reject | Defer):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ApprovalError(
+                f"the approval of {key!r:.80} is a {type(decision).__name__},"
+                " not Allow, Deny, Reject or Defer"
+            )
 
 
 def _append(state: State, *messages: Message) -> State:
@@ -487,6 +590,9 @@ async def query(
     max_stalls: int | None = None,
     auto_compact: float | None = None,
     context_window: int | None = None,
+    pending: PendingApprovals | None = None,
+    approvals: Mapping[str, PermissionDecision] | None = None,
+    tool_input_deltas: bool = True,
     **params: Any,
 ) -> AsyncGenerator[trio.MemoryReceiveChannel[QueryEvent]]:
     """Run one user turn: stream the model, run its tools, recover, until it ends.
@@ -547,11 +653,19 @@ async def query(
             when the prompt is too long.
         context_window: the model's context window in tokens (default: 200k for
             Claude models, else unknown: no auto-compaction).
+        pending: the calls a previous turn deferred (its ``TurnEnd.pending``);
+            *messages* then ends with their answer. The turn first runs or answers
+            them as *approvals* says, then calls the model.
+        approvals: ``{tool_use_id: Allow() | Deny(...) | Reject(...) | Defer()}`` for
+            the *pending* calls; a pending call left out is deferred again.
+        tool_input_deltas: send :class:`ToolInputDelta` events (each streaming tool
+            call's input, partially parsed, coalesced to linear time); False: none.
         **params: more Messages API parameters (``temperature``, ``thinking``...).
 
     Yields:
         A channel of events: :class:`TextDelta`, :class:`ThinkingDelta`,
-        :class:`BlockFinished`, :class:`~trio_agent.AssistantMessage` (complete
+        :class:`ToolInputDelta`, :class:`BlockFinished`,
+        :class:`~trio_agent.AssistantMessage` (complete
         answers, each appended to the history), :class:`ToolResult`,
         :class:`ToolProgress`, :class:`ToolFinished`,
         :class:`~trio_agent.UserMessage` (tool results, "continue" and stop-hook
@@ -565,8 +679,12 @@ async def query(
             ``output_token_cap`` or ``token_budget`` < 1, ``max_stop_hook_blocks``
             or ``max_stalls`` < 0, ``stall_threshold`` <= 0.
         ToolDefinitionError: ``tool_timeout`` is not a number of seconds > 0.
+        ApprovalError: *approvals* without *pending*, for a call that is not
+            pending, or not a permission decision; *pending* calls that are not
+            the unanswered tool uses of the last message.
     """
     check_timeout(tool_timeout, "tool_timeout")
+    check_approvals(messages, pending, approvals)
     for name, value, low in (
         ("max_tokens", max_tokens, 1),
         ("output_token_cap", output_token_cap, 1),
@@ -601,6 +719,7 @@ async def query(
         fallback_model=fallback_model,
         stall_threshold=stall_threshold,
         max_stalls=max_stalls,
+        tool_input_deltas=tool_input_deltas,
     )
     if retry is None:
         retry = client.retry if isinstance(client, RecoverableModelClient) else RetryPolicy()
@@ -623,7 +742,7 @@ async def query(
     )
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(loop.run, state)
+            nursery.start_soon(loop.run, state, pending, approvals)
             with receive:
                 yield receive
             nursery.cancel_scope.cancel(reason="left the query() block")

@@ -262,6 +262,12 @@ def after_tools(state: State, message: AssistantMessage, results: UserMessage) -
     )
 
 
+def approved(state: State, results: UserMessage) -> State:
+    """The deferred calls of the history's last answer were answered: append the
+    answer's results; the model answers them in this turn's first call."""
+    return _go(state, TransitionReason.NEXT_TURN, messages=(*state.messages, results))
+
+
 def escalate(state: State) -> State:
     """Retry the same request (the truncated answer dropped) with 64k output tokens
     (or the model's cap, if lower)."""

@@ -193,7 +193,7 @@ class PermissionRules:
         allow: rules whose calls run without asking.
         ask: rules whose calls are asked even if an allow rule matches.
         deny: rules whose calls are always denied (the model gets an error result).
-        ask_callback: ``async (tool, input, ctx) -> Allow | Deny | Reject``; when None,
+        ask_callback: ``async (tool, input, ctx) -> Allow | Deny | Reject | Defer``; when None,
             every call that must be asked is denied.
         root: the directory file paths are resolved against (the workspace root);
             None: the current directory when the call is decided.

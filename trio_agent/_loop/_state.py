@@ -13,14 +13,25 @@ from typing import Any, TypeAlias
 
 import attrs
 
+from .._exceptions import TranscriptError
 from .._executor import AbortReason, ToolFinished, ToolProgress, ToolResult
-from .._messages import AssistantMessage, ContentBlock, Message, ToolUseBlock, Usage, UserMessage
+from .._messages import (
+    AssistantMessage,
+    ContentBlock,
+    Message,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    UserMessage,
+)
+from ._tool_input import ToolInputDelta
 
 __all__ = [
     "AttemptDiscarded",
     "BlockFinished",
     "Compacted",
     "ModelFallback",
+    "PendingApprovals",
     "QueryEvent",
     "Stall",
     "State",
@@ -85,6 +96,9 @@ class TurnEndReason(enum.StrEnum):
     ERROR = "error"
     #: The stop hooks kept blocking the end of the turn past ``max_stop_hook_blocks``.
     STOP_HOOK_LIMIT = "stop_hook_limit"
+    #: ``can_use_tool`` deferred some tool calls (:class:`~trio_agent.Defer`): they
+    #: wait for approval (:attr:`TurnEnd.pending`).
+    AWAITING_APPROVAL = "awaiting_approval"
 
 
 @attrs.frozen
@@ -194,6 +208,59 @@ class ModelFallback:
 
 
 @attrs.frozen
+class PendingApprovals:
+    """Tool calls of the history's last answer that wait for the user's approval.
+
+    While calls are pending, the history ends with that answer, its tool uses not
+    yet answered; ``query(..., pending=..., approvals=...)`` (or
+    ``Session.submit(approvals=...)``) answers them and goes on.
+
+    Attributes:
+        calls: the deferred tool uses, in the answer's order.
+        results: the results of the answer's other tool uses (they ran, or were
+            answered, before the turn ended), in the answer's order.
+    """
+
+    calls: tuple[ToolUseBlock, ...] = attrs.field(converter=tuple)
+    results: tuple[ToolResultBlock, ...] = attrs.field(converter=tuple, default=())
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The pending tool_use ids."""
+        return tuple(c.id for c in self.calls)
+
+    def belongs_to(self, message: Message | None) -> bool:
+        """Whether these are the calls (and results) of *message*'s tool uses."""
+        if not isinstance(message, AssistantMessage):
+            return False
+        uses = sorted(u.id for u in message.tool_uses)
+        return uses == sorted([*self.ids, *(r.tool_use_id for r in self.results)])
+
+    def to_api(self) -> dict[str, Any]:
+        """The JSON form (a transcript line's payload)."""
+        return {
+            "calls": [c.to_api() for c in self.calls],
+            "results": [r.to_api() for r in self.results],
+        }
+
+    @classmethod
+    def from_api(cls, data: Any) -> PendingApprovals:
+        """The value of :meth:`to_api`'s JSON.
+
+        Raises:
+            TranscriptError: *data* is not that JSON.
+        """
+        try:
+            calls = tuple(ToolUseBlock.from_api(c) for c in data["calls"])
+            results = tuple(ToolResultBlock.from_api(r) for r in data["results"])
+        except Exception as exc:
+            raise TranscriptError(f"bad pending approvals: {exc!r:.200}") from exc
+        if not calls:
+            raise TranscriptError("bad pending approvals: no tool calls")
+        return cls(calls, results)
+
+
+@attrs.frozen
 class TurnEnd:
     """The last event of a turn.
 
@@ -213,6 +280,8 @@ class TurnEnd:
         context: the tools' shared context after the turn (as the context
             modifiers of its non-safe tools left it); pass it as ``context=`` to
             the next turn.
+        pending: for ``reason == "awaiting_approval"``, the deferred calls (then
+            *messages* ends with their answer, its tool uses not yet answered).
     """
 
     reason: TurnEndReason
@@ -223,6 +292,7 @@ class TurnEnd:
     message: str | None = None
     abort_reason: AbortReason | None = None
     context: Any = None
+    pending: PendingApprovals | None = None
 
 
 def _messages(value: Sequence[Message]) -> tuple[Message, ...]:
@@ -299,6 +369,7 @@ class State:
 QueryEvent: TypeAlias = (
     TextDelta
     | ThinkingDelta
+    | ToolInputDelta
     | BlockFinished
     | AssistantMessage
     | UserMessage

@@ -21,10 +21,21 @@ from typing import Any, final
 import attrs
 import trio
 
-from .._loop import Compacted, Compactor, QueryEvent, StopHook, TurnControl, TurnEnd, query
+from .._exceptions import ApprovalError
+from .._loop import (
+    Compacted,
+    Compactor,
+    PendingApprovals,
+    QueryEvent,
+    StopHook,
+    TurnControl,
+    TurnEnd,
+    check_approvals,
+    query,
+)
 from .._messages import AssistantMessage, ContentBlock, Message, Usage, UserMessage
 from .._model import ModelClient
-from .._permissions import CanUseTool
+from .._permissions import CanUseTool, PermissionDecision
 from .._tools import Tool, check_timeout
 from ._transcript import TranscriptWriter, read_transcript, repair_history
 
@@ -94,6 +105,9 @@ class Session:
             the call is answered "timed out after N s" (None: no limit).
         params: more Messages API parameters (``temperature``, ``thinking``...).
         messages: the history to start from (see :meth:`resume`).
+        pending: the calls of the last message of *messages* that await approval
+            (a ``TurnEnd.pending``), when starting from a turn that ended
+            ``awaiting_approval``.
         context: the tools' shared context (``ctx.context``); the session keeps
             what the context modifiers of each turn's non-safe tools make of it.
         token_budget: an output-token budget per submitted prompt (see ``query``).
@@ -131,6 +145,7 @@ class Session:
     _truncate_to: int | None = attrs.field(default=None, init=False)
     _control: TurnControl | None = attrs.field(default=None, init=False)
     _busy: bool = attrs.field(default=False, init=False)
+    _pending: PendingApprovals | None = attrs.field(default=None, kw_only=True, alias="pending")
 
     @classmethod
     def resume(
@@ -164,6 +179,7 @@ class Session:
             client, tools, transcript_path=path, messages=list(transcript.messages), **kwargs
         )
         session._truncate_to = transcript.valid_length
+        session._pending = transcript.pending
         session._usage = sum(
             (m.usage for m in transcript.messages if isinstance(m, AssistantMessage)), Usage()
         )
@@ -174,8 +190,17 @@ class Session:
 
     @property
     def messages(self) -> tuple[Message, ...]:
-        """The history: every message so far, valid for the API between turns."""
+        """The history: every message so far, valid for the API between turns
+        (except that while calls await approval, it ends with their answer, whose
+        tool uses they are)."""
         return tuple(self._messages)
+
+    @property
+    def pending_approvals(self) -> PendingApprovals | None:
+        """The tool calls that await approval (the last turn ended
+        ``awaiting_approval``), or None; answer them with
+        ``submit(approvals={tool_use_id: decision})``."""
+        return self._pending
 
     @property
     def usage(self) -> Usage:
@@ -239,7 +264,10 @@ class Session:
 
     @contextlib.asynccontextmanager
     async def submit(
-        self, prompt: str | Sequence[ContentBlock]
+        self,
+        prompt: str | Sequence[ContentBlock] | None = None,
+        *,
+        approvals: Mapping[str, PermissionDecision] | None = None,
     ) -> AsyncGenerator[trio.abc.ReceiveChannel[QueryEvent]]:
         """Send *prompt* and run one turn; yields the channel of the turn's events.
 
@@ -247,16 +275,42 @@ class Session:
         and the transcript are updated as each message completes. Leaving the
         block early aborts the turn (the history stays valid).
 
+        After a turn that ended ``awaiting_approval`` (see
+        :attr:`pending_approvals`), submit *approvals* instead of a prompt::
+
+            async with session.submit(approvals={call.id: Allow()}) as events:
+                ...
+
+        The approved calls run, the denied ones are answered with their message,
+        and the turn goes on from there (a call left out stays pending).
+
         Raises:
             trio.BusyResourceError: another turn of this session is running.
+            ApprovalError: a prompt while calls await approval (with or without
+                approvals), approvals when none do, approvals for calls that are not
+                pending, or neither.
         """
         if self._busy:
             raise trio.BusyResourceError("a turn of this session is already running")
+        pending = self._pending
+        if pending is not None and prompt is not None:
+            raise ApprovalError(
+                f"{len(pending.calls)} tool call(s) await approval"
+                f" ({', '.join(pending.ids)}): submit(approvals=...) first"
+            )
+        if pending is None and approvals is not None:
+            raise ApprovalError("no tool call is awaiting approval")
+        if pending is None and prompt is None:
+            raise ApprovalError("submit() needs a prompt (no tool call awaits approval)")
+        if pending is not None:
+            # Checked here, so bad approvals leave the session as it was.
+            check_approvals(self._messages, pending, approvals)
         self._busy = True
         self._turn_usage = Usage()
         try:
-            self._record(UserMessage(prompt if isinstance(prompt, str) else tuple(prompt)))
-            async with self._turn() as events:
+            if prompt is not None:
+                self._record(UserMessage(prompt if isinstance(prompt, str) else tuple(prompt)))
+            async with self._turn(pending, approvals) as events:
                 yield events
         finally:
             self._control = None
@@ -266,7 +320,17 @@ class Session:
             self._finish_turn()
 
     def _finish_turn(self) -> None:
-        # Whatever happened (an early exit, an error), the history stays valid.
+        # Whatever happened (an early exit, an error), the history stays valid;
+        # calls that still await approval stay unanswered.
+        if (
+            self._pending is not None
+            and self._messages
+            and self._pending.belongs_to(self._messages[-1])
+        ):
+            if self._writer is not None:
+                self._writer.sync()
+            return
+        self._pending = None
         fixed, ids = repair_history(self._messages)
         if ids:
             self._replace(fixed)
@@ -274,7 +338,11 @@ class Session:
             self._writer.sync()
 
     @contextlib.asynccontextmanager
-    async def _turn(self) -> AsyncGenerator[trio.abc.ReceiveChannel[QueryEvent]]:
+    async def _turn(
+        self,
+        pending: PendingApprovals | None,
+        approvals: Mapping[str, PermissionDecision] | None,
+    ) -> AsyncGenerator[trio.abc.ReceiveChannel[QueryEvent]]:
         control = self._control = TurnControl()
         async with (
             query(
@@ -297,6 +365,8 @@ class Session:
                 output_token_cap=self.output_token_cap,
                 max_stalls=self.max_stalls,
                 auto_compact=self.auto_compact,
+                pending=pending,
+                approvals=approvals,
                 **self.params,
             ) as events,
             _observed(events, self._on_event) as observed,
@@ -306,6 +376,7 @@ class Session:
     def _on_event(self, event: QueryEvent) -> None:
         """Keep the history, the transcript and the usage up to date with *event*."""
         if isinstance(event, (AssistantMessage, UserMessage)):
+            self._pending = None  # a new message answers (or follows) pending calls
             self._record(event)
             if isinstance(event, AssistantMessage):
                 self._turn_usage = self._turn_usage + event.usage
@@ -317,6 +388,10 @@ class Session:
             final = list(event.messages)
             if final != self._messages:  # pragma: no cover - the loop's events tell it all
                 self._replace(final)
+            if event.pending is not None:
+                self._pending = event.pending
+                if self.transcript_path is not None:
+                    self._open_writer().append_pending(event.pending)
 
 
 @trio.as_safe_channel

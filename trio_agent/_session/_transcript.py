@@ -6,10 +6,13 @@ File format (UTF-8, one JSON object per line)::
     {"type": "user", "message": {"role": "user", "content": "..."}, "ts": ...}
     {"type": "assistant", "message": {<AssistantMessage.to_api()>}, "ts": ...}
     {"type": "history", "messages": [...], "ts": ...}
+    {"type": "pending", "pending": {"calls": [...], "results": [...]}, "ts": ...}
 
 A ``history`` line replaces the whole history at once (after a compaction, or when
 the loop rewrote the turn's messages, e.g. dropping a failed attempt); being one
-line, it is as atomic as the others.
+line, it is as atomic as the others. A ``pending`` line says that the tool calls
+of the last message await approval (:class:`~trio_agent.PendingApprovals`): they
+stay unanswered (not repaired) until a later message line answers them.
 
 Each line is written with a single ``os.write`` of the whole line, newline
 included, on a file opened with ``O_APPEND``, so a crash leaves at most one torn
@@ -33,6 +36,7 @@ from typing import Any, Final, final
 import attrs
 
 from .._exceptions import TranscriptError, TrioAgentError, excerpt
+from .._loop import PendingApprovals
 from .._messages import (
     AssistantMessage,
     ContentBlock,
@@ -147,6 +151,10 @@ class TranscriptWriter:
         """Append one line that replaces the whole history with *messages*."""
         self._write({"type": "history", "messages": [m.to_api() for m in messages], "ts": _now()})
 
+    def append_pending(self, pending: PendingApprovals) -> None:
+        """Append one line saying that the last message's *pending* calls await approval."""
+        self._write({"type": "pending", "pending": pending.to_api(), "ts": _now()})
+
     def sync(self) -> None:
         """Make every line written so far durable (``fsync``)."""
         if self._fd is not None:
@@ -171,6 +179,8 @@ class Transcript:
             the file truncates it to this length first.
         torn_line: whether an incomplete last line was dropped.
         repaired_tool_use_ids: tool_use ids answered with a synthetic result.
+        pending: the tool calls of the last message that await approval, if any
+            (then that message's tool uses are not all answered).
     """
 
     model: str | None
@@ -179,6 +189,7 @@ class Transcript:
     valid_length: int
     torn_line: bool = False
     repaired_tool_use_ids: tuple[str, ...] = ()
+    pending: PendingApprovals | None = None
 
 
 def _parse_line(raw: bytes, lineno: int) -> Mapping[str, Any]:
@@ -243,6 +254,7 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
     system: Any = None
     messages: list[Message] = []
     valid_length = 0
+    pending: PendingApprovals | None = None
     torn = False
     offset = 0
     lineno = 0
@@ -266,9 +278,22 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
             system = record.get("system")
         elif kind in ("user", "assistant"):
             messages.append(_record_message(record, lineno, raw))
+            pending = None
         elif kind == "history":
             messages = _history(record, lineno, raw)
+            pending = None
+        elif kind == "pending":
+            try:
+                pending = PendingApprovals.from_api(record.get("pending"))
+            except TranscriptError as exc:
+                raise TranscriptError(f"line {lineno}: {exc}") from exc
+    held: list[Message] = []
+    if pending is not None and messages and pending.belongs_to(messages[-1]):
+        held = [messages.pop()]  # its calls wait for approval: not repaired
+    else:
+        pending = None
     repaired, ids = repair_history(messages)
+    repaired.extend(held)
     return Transcript(
         model=model,
         system=system,
@@ -276,6 +301,7 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
         valid_length=valid_length,
         torn_line=torn,
         repaired_tool_use_ids=ids,
+        pending=pending,
     )
 
 

@@ -13,8 +13,9 @@ import attrs
 import trio
 from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowHandle
 
-from .. import Message, TurnEndReason, Usage
+from .. import Message, PermissionDecision, TurnEndReason, Usage
 from .._session import check_session_id
+from ._approvals import approvals_to_json
 from ._errors import DurableError
 from ._store import SqlSessionStore, engine_url
 from ._worker import APP_NAME, APP_VERSION, QUEUE, WORKFLOW, default_database_url
@@ -41,6 +42,9 @@ class TurnSummary:
         message: TurnEnd's explanation, if any.
         error: the repr of TurnEnd's error, if any.
         abort_reason: TurnEnd's abort reason, if any.
+        pending: the tool_use ids that await approval (``reason ==
+            "awaiting_approval"``); answer them with
+            ``DurableClient.submit(session_id, approvals=...)``.
     """
 
     turn_id: str
@@ -54,6 +58,7 @@ class TurnSummary:
     message: str | None = None
     error: str | None = None
     abort_reason: str | None = None
+    pending: tuple[str, ...] = ()
 
     @classmethod
     def from_record(cls, data: Mapping[str, Any]) -> TurnSummary:
@@ -71,6 +76,7 @@ class TurnSummary:
                 message=data.get("message"),
                 error=data.get("error"),
                 abort_reason=data.get("abort_reason"),
+                pending=tuple(str(i) for i in data.get("pending") or ()),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise DurableError(f"a turn summary is malformed: {exc}") from exc
@@ -142,18 +148,32 @@ class DurableClient:
             raise
         return cls(dbos, store, agent)
 
-    def submit(self, session_id: str, prompt: str) -> TurnHandle:
-        """Enqueue a turn of *session_id*: *prompt* as the user's message.
+    def submit(
+        self,
+        session_id: str,
+        prompt: str | None = None,
+        *,
+        approvals: Mapping[str, PermissionDecision] | None = None,
+    ) -> TurnHandle:
+        """Enqueue a turn of *session_id*: *prompt* as the user's message, or
+        *approvals* for the calls its last turn left awaiting approval
+        (``{tool_use_id: Allow() | Deny(...)}``, as ``Session.submit`` takes them);
+        any process may give them, and any worker runs them.
 
-        Turns of one session run one at a time, in submission order.
+        Turns of one session run one at a time, in submission order. Approvals
+        that answer no pending call fail the turn (:meth:`TurnHandle.result`).
 
         Raises:
             TranscriptError: *session_id* is not a valid id.
-            DurableError: the turn cannot be enqueued.
+            DurableError: the turn cannot be enqueued; neither or both of a prompt
+                and approvals; approvals that are not permission decisions.
         """
         check_session_id(session_id)
-        if not isinstance(prompt, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if (prompt is None) == (approvals is None):
+            raise DurableError("submit() takes a prompt or approvals (one of them)")
+        if prompt is not None and not isinstance(prompt, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise DurableError(f"a prompt is a string, not {type(prompt).__name__}")
+        wire = None if approvals is None else approvals_to_json(approvals)
         try:
             number = self.store.next_turn_number(session_id)
             # The queue runs a session's turns by priority: in submission order.
@@ -164,7 +184,9 @@ class DurableClient:
                 "app_version": APP_VERSION,
                 "priority": min(number, _MAX_PRIORITY),
             }
-            turn_id = self.dbos.enqueue(options, self.agent, session_id, prompt).get_workflow_id()
+            turn_id = self.dbos.enqueue(
+                options, self.agent, session_id, prompt, wire
+            ).get_workflow_id()
         except Exception as exc:
             raise DurableError(f"cannot enqueue the turn: {exc}") from exc
         return TurnHandle(turn_id, client=self)

@@ -8,7 +8,10 @@ Postgres), so a session's history lives where its turns are queued. Three tables
   its summary; committing a turn twice is a no-op that returns the first summary;
 - ``trio_agent_sessions``: how many turns each session was given (their order);
 - ``trio_agent_journal``: what a running turn recorded (each model answer, each
-  tool result), so a turn re-run after a crash answers from the record.
+  tool result), so a turn re-run after a crash answers from the record;
+- ``trio_agent_pending``: the tool calls of a session's last answer that await
+  approval (a turn that ended ``awaiting_approval``), set and cleared with the
+  turn's commit.
 
 Every method is blocking (SQLAlchemy); the worker calls them from threads.
 """
@@ -23,7 +26,14 @@ import attrs
 import sqlalchemy as sa
 import sqlalchemy.exc
 
-from .. import Message, TranscriptError, TrioAgentError, message_from_api, repair_history
+from .. import (
+    Message,
+    PendingApprovals,
+    TranscriptError,
+    TrioAgentError,
+    message_from_api,
+    repair_history,
+)
 from ._errors import DurableError
 
 __all__ = ["SqlSessionStore", "engine_url"]
@@ -56,6 +66,13 @@ _JOURNAL = sa.Table(
     sa.Column("turn_id", sa.String(200), primary_key=True),
     sa.Column("key", sa.Text, primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
+)
+
+_PENDING = sa.Table(
+    "trio_agent_pending",
+    _META,
+    sa.Column("session_id", sa.String(200), primary_key=True),
+    sa.Column("pending", sa.Text, nullable=False),
 )
 
 
@@ -114,8 +131,17 @@ class SqlSessionStore:
     # -- SessionStore ---------------------------------------------------------------
 
     def load(self, session_id: str) -> tuple[Message, ...]:
-        """The history of *session_id* (repaired to be valid for the API)."""
+        """The history of *session_id* (repaired to be valid for the API, except the
+        calls that await approval: see :meth:`load_pending`)."""
+        return self.load_pending(session_id)[0]
+
+    def load_pending(self, session_id: str) -> tuple[tuple[Message, ...], PendingApprovals | None]:
+        """The history of *session_id* and the calls of its last answer that await
+        approval (None if none do); every other tool use is answered."""
         with self.engine.connect() as conn:
+            waiting = conn.execute(
+                sa.select(_PENDING.c.pending).where(_PENDING.c.session_id == session_id)
+            ).scalar()
             rows = conn.execute(
                 sa.select(_MESSAGES.c.seq, _MESSAGES.c.message)
                 .where(_MESSAGES.c.session_id == session_id)
@@ -130,7 +156,18 @@ class SqlSessionStore:
                 messages.append(message_from_api(cast(dict[str, Any], data)))
             except (TrioAgentError, ValueError, RecursionError) as exc:
                 raise TranscriptError(f"session {session_id!r}, message {seq}: {exc}") from exc
-        return tuple(repair_history(messages)[0])
+        pending = None
+        if waiting is not None:
+            try:
+                pending = PendingApprovals.from_api(json.loads(waiting))
+            except (ValueError, RecursionError) as exc:
+                raise TranscriptError(f"session {session_id!r}: bad pending approvals") from exc
+        held: list[Message] = []
+        if pending is not None and messages and pending.belongs_to(messages[-1]):
+            held = [messages.pop()]  # its calls wait for approval: not repaired
+        else:
+            pending = None
+        return (*repair_history(messages)[0], *held), pending
 
     def append(self, session_id: str, messages: Sequence[Message]) -> None:
         """Add *messages* at the end of *session_id*'s history, in one transaction."""
@@ -171,8 +208,11 @@ class SqlSessionStore:
         turn_id: str,
         messages: Sequence[Message],
         summary: Mapping[str, Any],
+        pending: PendingApprovals | None = None,
     ) -> dict[str, Any]:
-        """Append a turn's *messages* and record its *summary*, all or nothing.
+        """Append a turn's *messages* and record its *summary*, all or nothing;
+        *pending* (the calls the turn left awaiting approval) replaces the
+        session's.
 
         Returns the summary recorded: *summary*, or the first one if *turn_id* was
         already committed (a turn re-run after its commit appends nothing).
@@ -184,6 +224,13 @@ class SqlSessionStore:
             if recorded is not None:
                 return json.loads(recorded)
             self._insert(conn, session_id, turn_id, messages)
+            conn.execute(_PENDING.delete().where(_PENDING.c.session_id == session_id))
+            if pending is not None:
+                conn.execute(
+                    _PENDING.insert().values(
+                        session_id=session_id, pending=_dumps(pending.to_api())
+                    )
+                )
             conn.execute(
                 _TURNS.insert().values(
                     turn_id=turn_id, session_id=session_id, summary=_dumps(summary)

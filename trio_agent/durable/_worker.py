@@ -26,6 +26,7 @@ from dbos import DBOS, DBOSConfig
 from .. import AssistantMessage, Message, TurnEnd
 from ..otel import traced_submit
 from ._agent import Agent
+from ._approvals import approvals_from_json
 from ._errors import DurableError
 from ._journal import _TURN_ID, TurnJournal  # pyright: ignore[reportPrivateUsage]
 from ._store import SqlSessionStore, engine_url
@@ -73,7 +74,12 @@ class _Worker:
     turns_run: int = 0
 
     async def run_turn(
-        self, agent_name: str, session_id: str, prompt: str, turn_id: str
+        self,
+        agent_name: str,
+        session_id: str,
+        prompt: str | None,
+        turn_id: str,
+        approvals: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         if self.stopping:
             raise _WorkerStopped
@@ -82,7 +88,7 @@ class _Worker:
             self.running.add(scope)
             try:
                 async with self.limiter:
-                    summary = await self._turn(agent_name, session_id, prompt, turn_id)
+                    summary = await self._turn(agent_name, session_id, prompt, turn_id, approvals)
             finally:
                 self.running.discard(scope)
                 if self.stopping and not self.running:
@@ -92,7 +98,12 @@ class _Worker:
         return summary
 
     async def _turn(
-        self, agent_name: str, session_id: str, prompt: str, turn_id: str
+        self,
+        agent_name: str,
+        session_id: str,
+        prompt: str | None,
+        turn_id: str,
+        approvals: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
         done = await trio.to_thread.run_sync(self.store.turn_summary, turn_id)
         if done is not None:  # committed before a crash cut the step's record
@@ -101,7 +112,8 @@ class _Worker:
             agent = self.agents[agent_name]
         except KeyError:
             raise DurableError(f"this worker has no agent named {agent_name!r}") from None
-        history = await trio.to_thread.run_sync(self.store.load, session_id)
+        decisions = None if approvals is None else approvals_from_json(approvals)
+        history, pending = await trio.to_thread.run_sync(self.store.load_pending, session_id)
         journal = await TurnJournal.open(self.store, turn_id)
         session = agent.factory(session_id)
         session = attrs.evolve(
@@ -109,12 +121,17 @@ class _Worker:
             client=journal.client(session.client),
             tools=journal.tools(session.tools),
             messages=list(history),
+            pending=pending,
             transcript_path=None,
         )
         _TURN_ID.set(turn_id)  # this task's context: its tools inherit it
         end: TurnEnd | None = None
         async with traced_submit(
-            session, prompt, agent_name=agent.name, conversation_id=session_id
+            session,
+            prompt,
+            approvals=decisions,
+            agent_name=agent.name,
+            conversation_id=session_id,
         ) as events:
             async for event in events:
                 if isinstance(event, TurnEnd):
@@ -122,9 +139,10 @@ class _Worker:
         self.turns_run += 1
         new = session.messages[len(history) :]
         summary = _summary(turn_id, session_id, end, new, journal.replayed_tools)
+        left = session.pending_approvals
         with trio.CancelScope(shield=True):  # the turn is done: its commit must land
             summary = await trio.to_thread.run_sync(
-                self.store.commit_turn, session_id, turn_id, new, summary
+                self.store.commit_turn, session_id, turn_id, new, summary, left
             )
         return summary
 
@@ -149,6 +167,7 @@ def _summary(
         "text": "" if last is None else last.text,
         "messages": len(new),
         "replayed_tools": replayed_tools,
+        "pending": [] if end is None or end.pending is None else list(end.pending.ids),
     }
 
 
@@ -157,14 +176,25 @@ _current: _Worker | None = None
 
 
 @DBOS.step(name="trio_agent.run_turn")
-def _turn_step(agent_name: str, session_id: str, prompt: str) -> dict[str, Any]:
+def _turn_step(
+    agent_name: str,
+    session_id: str,
+    prompt: str | None,
+    approvals: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     worker = _current
     turn_id = DBOS.workflow_id
     if worker is None or turn_id is None:
         raise _WorkerStopped
     try:
         return trio.from_thread.run(
-            worker.run_turn, agent_name, session_id, prompt, turn_id, trio_token=worker.token
+            worker.run_turn,
+            agent_name,
+            session_id,
+            prompt,
+            turn_id,
+            approvals,
+            trio_token=worker.token,
         )
     except trio.RunFinishedError:
         raise _WorkerStopped from None
@@ -173,8 +203,13 @@ def _turn_step(agent_name: str, session_id: str, prompt: str) -> dict[str, Any]:
 
 
 @DBOS.workflow(name=WORKFLOW)
-def _turn_workflow(agent_name: str, session_id: str, prompt: str) -> dict[str, Any]:
-    return _turn_step(agent_name, session_id, prompt)
+def _turn_workflow(
+    agent_name: str,
+    session_id: str,
+    prompt: str | None,
+    approvals: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return _turn_step(agent_name, session_id, prompt, approvals)
 
 
 @contextlib.asynccontextmanager
