@@ -4,8 +4,8 @@ block being streamed (its parts, and what the hot path of ``feed`` needs to know
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
 
 import attrs
 
@@ -18,6 +18,7 @@ __all__ = [
     "HOT_DELTA",
     "JSON_BLOCK_TYPES",
     "Block",
+    "json_depth",
     "strict_loads",
     "utf8_len",
 ]
@@ -52,6 +53,28 @@ def strict_loads(data: str | bytes, what: str) -> Any:
         raise StreamLimitError(f"{what} is nested too deeply") from None
 
 
+def json_depth(value: Any, limit: int) -> int:
+    """The nesting depth of parsed JSON *value* (a scalar is 0), counted without
+    recursion; once past *limit* it stops and answers ``limit + 1``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        children: Iterable[Any]
+        if isinstance(item, dict):
+            children = cast("dict[str, Any]", item).values()
+        elif isinstance(item, list):
+            children = cast("list[Any]", item)
+        else:
+            continue
+        depth += 1
+        if depth > limit:
+            return limit + 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
 @attrs.define(eq=False)
 class Block:
     """One content block being streamed (mutable, private)."""
@@ -75,6 +98,10 @@ class Block:
     folded: int = 0
     signature: str = ""
     citations: list[Mapping[str, Any]] | None = None
+    #: The unknown keys of the start (text and thinking blocks keep them).
+    extra: Mapping[str, Any] = attrs.field(factory=lambda: dict[str, Any]())
+    #: The block the start describes, with the input of its start (tool uses).
+    template: ContentBlock | None = None
     stopped: bool = False
     final: ContentBlock | None = None
 
@@ -93,9 +120,11 @@ class Block:
             return self.final
         if self.kind == "text":
             citations = None if self.citations is None else tuple(self.citations)
-            return TextBlock(self.text(), citations)
+            return TextBlock(self.text(), citations, extra=self.extra)
         if self.kind == "thinking":
-            return ThinkingBlock(self.text(), self.signature)
+            return ThinkingBlock(self.text(), self.signature, extra=self.extra)
+        if self.kind == "compaction":
+            return block_from_api(self.start)
         # Tool input is only parsed at the block's stop; until then it is {}.
         start = dict(self.start)
         if "input" in start:
@@ -122,4 +151,5 @@ DELTA_KIND = {
     "thinking_delta": "thinking",
     "signature_delta": "thinking",
     "input_json_delta": "json",
+    "compaction_delta": "compaction",
 }
