@@ -87,6 +87,11 @@ def _check_behavior(_inst: Any, _attr: Any, value: str) -> None:
         raise ToolDefinitionError(f"interrupt_behavior must be 'block' or 'cancel', not {value!r}")
 
 
+def _check_cap(_inst: Any, _attr: Any, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ToolDefinitionError(f"max_result_chars must be an int >= 1 or None, not {value!r}")
+
+
 def _check_name(_inst: Any, _attr: Any, value: str) -> None:
     if not _NAME.match(value):
         raise ToolDefinitionError(f"invalid tool name {value!r}: use 1-128 of [a-zA-Z0-9_-]")
@@ -107,6 +112,9 @@ class Tool:
             ``"block"`` (default) to run on.
         cancels_siblings_on_error: an error result of this tool cancels the other
             tools of the same answer (as Bash does in Claude Code).
+        max_result_chars: the most characters of text this tool's result keeps
+            (None: the executor's / session's cap, 100,000 by default); the rest is
+            cut with a note of how much.
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -120,6 +128,7 @@ class Tool:
         default="block", kw_only=True, validator=_check_behavior
     )
     cancels_siblings_on_error: bool = attrs.field(default=False, kw_only=True)
+    max_result_chars: int | None = attrs.field(default=None, kw_only=True, validator=_check_cap)
     _validator: jsonschema.protocols.Validator = attrs.field(init=False, repr=False)
 
     @_validator.default  # pyright: ignore[reportAttributeAccessIssue,reportUntypedFunctionDecorator]
@@ -177,6 +186,7 @@ def tool(
     concurrency_safe: bool | Callable[[Mapping[str, Any]], bool] = False,
     interrupt_behavior: InterruptBehavior = "block",
     cancels_siblings_on_error: bool = False,
+    max_result_chars: int | None = None,
 ) -> Callable[[Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolReturn]]], Tool]:
     """Build a :class:`Tool` from an async function; name and description default to
     the function's name and docstring."""
@@ -193,6 +203,7 @@ def tool(
             concurrency_safe=concurrency_safe,
             interrupt_behavior=interrupt_behavior,
             cancels_siblings_on_error=cancels_siblings_on_error,
+            max_result_chars=max_result_chars,
         )
 
     return decorate

@@ -17,7 +17,7 @@ import attrs
 import trio
 
 from .._exceptions import APIError, StreamError
-from .._executor import ToolExecutor, ToolResult, open_tool_executor
+from .._executor import DEFAULT_MAX_RESULT_CHARS, ToolExecutor, ToolResult, open_tool_executor
 from .._messages import (
     AssistantMessage,
     ContentBlock,
@@ -107,6 +107,7 @@ class ModelCaller:
     control: TurnControl
     params: dict[str, Any]
     send: trio.MemorySendChannel[QueryEvent]
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
 
     async def call(self, state: State) -> Attempt:
         """Stream one answer for *state*; never raises API or stream errors (they
@@ -126,6 +127,7 @@ class ModelCaller:
                     turn_scope=turn_scope,
                     can_use_tool=self.can_use_tool,
                     max_concurrency=self.max_tool_concurrency,
+                    max_result_chars=self.max_result_chars,
                 ) as executor,
                 trio.open_nursery() as nursery,
             ):

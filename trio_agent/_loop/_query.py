@@ -50,7 +50,7 @@ import attrs
 import trio
 
 from .._exceptions import OverloadedError, PromptTooLongError, unwrap_single
-from .._executor import AbortReason
+from .._executor import DEFAULT_MAX_RESULT_CHARS, AbortReason
 from .._messages import AssistantMessage, Message, ToolUseBlock, UserMessage
 from .._model import ModelClient
 from .._permissions import CanUseTool
@@ -344,6 +344,7 @@ async def query(
     compactor: Compactor | None = None,
     max_tool_concurrency: int = 10,
     control: TurnControl | None = None,
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     **params: Any,
 ) -> AsyncGenerator[trio.MemoryReceiveChannel[QueryEvent]]:
     """Run one user turn: stream the model, run its tools, recover, until it ends.
@@ -377,6 +378,9 @@ async def query(
             too long.
         max_tool_concurrency: at most this many tools at once.
         control: a :class:`~trio_agent.TurnControl` to abort or interrupt the turn.
+        max_result_chars: the most characters of text a tool result keeps (a tool's
+            own ``max_result_chars`` wins); the rest is cut, with a note of how much,
+            in the history, the transcript and the request alike.
         **params: more Messages API parameters (``temperature``, ``thinking``...).
 
     Yields:
@@ -389,7 +393,8 @@ async def query(
         :class:`ModelFallback`, :class:`Transition`, and a last :class:`TurnEnd`.
 
     Raises:
-        ValueError: ``max_tokens``, ``max_turns`` or ``max_tool_concurrency`` < 1.
+        ValueError: ``max_tokens``, ``max_turns``, ``max_tool_concurrency`` or
+            ``max_result_chars`` < 1.
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
@@ -397,6 +402,8 @@ async def query(
         raise ValueError(f"max_turns must be at least 1, not {max_turns}")
     if max_tool_concurrency < 1:
         raise ValueError(f"max_tool_concurrency must be at least 1, not {max_tool_concurrency}")
+    if max_result_chars < 1:
+        raise ValueError(f"max_result_chars must be at least 1, not {max_result_chars}")
     send: trio.MemorySendChannel[QueryEvent]
     receive: trio.MemoryReceiveChannel[QueryEvent]
     send, receive = trio.open_memory_channel(0)
@@ -410,6 +417,7 @@ async def query(
         control=control,
         params=params,
         send=send,
+        max_result_chars=max_result_chars,
     )
     loop = _Loop(
         caller=caller,

@@ -85,6 +85,8 @@ class Session:
             (see :func:`trio_agent.query`).
         compactor: run once when the prompt is too long.
         max_tool_concurrency: at most this many tools at once.
+        max_result_chars: the most characters of text a tool result keeps (a tool's
+            own ``max_result_chars`` wins); the rest is cut with a note.
         params: more Messages API parameters (``temperature``, ``thinking``...).
         messages: the history to start from (see :meth:`resume`).
     """
@@ -101,6 +103,7 @@ class Session:
     stop_hooks: Sequence[StopHook] = attrs.field(default=(), kw_only=True, converter=_hooks)
     compactor: Compactor | None = attrs.field(default=None, kw_only=True)
     max_tool_concurrency: int = attrs.field(default=10, kw_only=True)
+    max_result_chars: int = attrs.field(default=100_000, kw_only=True)
     params: Mapping[str, Any] = attrs.field(factory=dict[str, Any], kw_only=True)
     _messages: list[Message] = attrs.field(factory=list[Message], kw_only=True, alias="messages")
     _usage: Usage = attrs.field(factory=Usage, init=False)
@@ -269,6 +272,7 @@ class Session:
                 compactor=self.compactor,
                 max_tool_concurrency=self.max_tool_concurrency,
                 control=control,
+                max_result_chars=self.max_result_chars,
                 **self.params,
             ) as events,
             _observed(events, self._on_event) as observed,
