@@ -28,74 +28,6 @@ from trio_agent import (
 from trio_agent.testing import LeakCheck, RawAnswer, ScriptedModel, run_virtual
 from trio_agent.testing import strategies as tst
 
-HOSTILE = st.one_of(
-    st.integers(-3, 3),
-    st.just(2**70),
-    st.booleans(),
-    st.none(),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=5),
-    st.lists(st.text(max_size=3), max_size=3),
-    st.lists(st.integers(), max_size=3),
-    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-    st.just({"type": ["text"]}),
-    st.just([{"type": "text"}]),
-    st.just({"type": "text", "text": 1}),
-    st.just({"type": "tool_result", "tool_use_id": "t", "content": 5}),
-)
-
-
-def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path to a value inside *value* (dict keys and list indexes)."""
-    out: list[tuple[Any, ...]] = []
-    if isinstance(value, dict):
-        for key, inner in value.items():  # pyright: ignore[reportUnknownVariableType]
-            out.append((*prefix, key))
-            out.extend(paths(inner, (*prefix, key)))
-    elif isinstance(value, list):
-        for i, inner in enumerate(value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-            out.append((*prefix, i))
-            out.extend(paths(inner, (*prefix, i)))
-    return out
-
-
-def _parent(root: Any, path: tuple[Any, ...]) -> Any:
-    for step in path[:-1]:
-        root = root[step]
-    return root
-
-
-@st.composite
-def mutated_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = json.loads(json.dumps(draw(tst.event_streams())))
-    for _ in range(draw(st.integers(1, 3))):
-        how = draw(st.sampled_from(["replace", "delete", "nest", "swap", "repeat", "drop"]))
-        i = draw(st.integers(0, len(events) - 1))
-        if how in {"replace", "delete", "nest"}:
-            targets = paths(events[i])
-            if not targets:
-                continue
-            path = draw(st.sampled_from(targets))
-            parent = _parent(events[i], path)
-            if how == "replace":
-                parent[path[-1]] = draw(HOSTILE)
-            elif how == "nest":
-                parent[path[-1]] = draw(
-                    st.sampled_from([[parent[path[-1]]], {"v": parent[path[-1]]}])
-                )
-            elif isinstance(parent, dict):
-                del parent[path[-1]]
-            else:
-                parent.pop(path[-1])
-        elif how == "swap":
-            j = draw(st.integers(0, len(events) - 1))
-            events[i], events[j] = events[j], events[i]
-        elif how == "repeat":
-            events.insert(i, json.loads(json.dumps(events[i])))
-        elif len(events) > 1:
-            del events[i]
-    return events
-
 
 def check_message(message: AssistantMessage) -> None:
     """The message is a valid history entry: JSON, and read back the same."""
@@ -104,7 +36,7 @@ def check_message(message: AssistantMessage) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(events=mutated_streams())
+@given(events=tst.mutated_event_streams())
 def test_accumulator_raises_only_typed_errors(events: list[dict[str, Any]]) -> None:
     acc = MessageAccumulator()
     fed = 0
@@ -142,7 +74,7 @@ async def _stream(raw: bytes) -> tuple[list[Any], BaseException | None]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(events=mutated_streams())
+@given(events=tst.mutated_event_streams())
 def test_client_stream_raises_only_typed_errors_and_leaks_nothing(
     events: list[dict[str, Any]],
 ) -> None:

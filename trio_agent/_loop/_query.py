@@ -432,9 +432,13 @@ async def query(
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(loop.run, state)
-            with receive:
+            try:
                 yield receive
-            nursery.cancel_scope.cancel(reason="left the query() block")
+            finally:
+                # Cancel the loop before closing its channel: a send in flight is
+                # then cancelled (abort semantics), never a BrokenResourceError.
+                nursery.cancel_scope.cancel(reason="left the query() block")
+                receive.close()
     except BaseExceptionGroup as group:
         # The nurseries are an implementation detail: one error (the loop's or the
         # consumer's), however deeply nested, is raised as itself.

@@ -21,7 +21,18 @@ from typing import Any, final
 import attrs
 import trio
 
-from .._loop import Compacted, Compactor, QueryEvent, StopHook, TurnControl, TurnEnd, query
+from .._executor import ToolResult
+from .._loop import (
+    BlockFinished,
+    Compacted,
+    Compactor,
+    QueryEvent,
+    StopHook,
+    Transition,
+    TurnControl,
+    TurnEnd,
+    query,
+)
 from .._messages import AssistantMessage, ContentBlock, Message, Usage, UserMessage
 from .._model import ModelClient
 from .._permissions import CanUseTool
@@ -112,6 +123,13 @@ class Session:
     _truncate_to: int | None = attrs.field(default=None, init=False)
     _control: TurnControl | None = attrs.field(default=None, init=False)
     _busy: bool = attrs.field(default=False, init=False)
+    # What the running answer sent so far that the history has not recorded yet: its
+    # finished blocks, and the results of its finished tools. A turn that ends
+    # without its TurnEnd (the consumer left, a tool raised KeyboardInterrupt...)
+    # keeps them, so a resumed session knows what happened.
+    _turn_blocks: list[ContentBlock] = attrs.field(factory=list[ContentBlock], init=False)
+    _turn_results: dict[str, ToolResult] = attrs.field(factory=dict[str, ToolResult], init=False)
+    _turn_ended: bool = attrs.field(default=False, init=False)
 
     @classmethod
     def resume(
@@ -235,6 +253,7 @@ class Session:
             raise trio.BusyResourceError("a turn of this session is already running")
         self._busy = True
         self._turn_usage = Usage()
+        self._turn_blocks, self._turn_results, self._turn_ended = [], {}, False
         try:
             self._record(UserMessage(prompt if isinstance(prompt, str) else tuple(prompt)))
             async with self._turn() as events:
@@ -244,7 +263,26 @@ class Session:
             self._busy = False
             # TurnEnd's total, or (a turn left early) what its answers reported.
             self._usage = self._usage + self._turn_usage
+            if not self._turn_ended:
+                self._keep_partial()
             self._finish_turn()
+
+    def _keep_partial(self) -> None:
+        """Record what a turn cut short had finished: the blocks of its last answer
+        (text, every finished tool_use) and the results of its finished tools; the
+        rest of its tool uses get "interrupted" results from :meth:`_finish_turn`."""
+        if self._turn_blocks:
+            self._record(
+                AssistantMessage(
+                    id="msg_interrupted", model=self.model, content=tuple(self._turn_blocks)
+                )
+            )
+        last = self._messages[-1] if self._messages else None
+        if isinstance(last, AssistantMessage):
+            done = [self._turn_results[u.id] for u in last.tool_uses if u.id in self._turn_results]
+            if done:
+                self._record(UserMessage(tuple(r.to_block() for r in done)))
+        self._turn_blocks, self._turn_results = [], {}
 
     def _finish_turn(self) -> None:
         # Whatever happened (an early exit, an error), the history stays valid.
@@ -285,9 +323,19 @@ class Session:
             self._record(event)
             if isinstance(event, AssistantMessage):
                 self._turn_usage = self._turn_usage + event.usage
+                self._turn_blocks = []
+            else:
+                self._turn_results = {}
+        elif isinstance(event, BlockFinished):
+            self._turn_blocks.append(event.block)
+        elif isinstance(event, ToolResult):
+            self._turn_results[event.tool_use_id] = event
+        elif isinstance(event, Transition):
+            self._turn_blocks, self._turn_results = [], {}  # a new model call
         elif isinstance(event, Compacted):
             self._replace(event.messages)
         elif isinstance(event, TurnEnd):
+            self._turn_ended = True
             self._turn_usage = event.usage  # every call, dropped attempts included
             final = list(event.messages)
             if final != self._messages:  # pragma: no cover - the loop's events tell it all
