@@ -173,10 +173,13 @@ class ModelCaller:
                     index = await self._on_event(item, attempt, index)
                 elif isinstance(item, AssistantMessage):
                     for block in item.content:
+                        # The consumer hears of a block before its tool starts, so a
+                        # BaseException from that tool cannot hide a tool_use whose
+                        # side effects happened (the Session records it).
+                        await self.send.send(BlockFinished(index, block))
                         attempt.blocks.append(block)
                         if isinstance(block, ToolUseBlock):
                             executor.add_tool(block)
-                        await self.send.send(BlockFinished(index, block))
                 else:
                     attempt.result = item
                     if item.message.stop_reason == "refusal":
