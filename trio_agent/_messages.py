@@ -7,7 +7,7 @@ same JSON back). Block types this library does not know are kept as an
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal, TypeAlias, cast
 
@@ -29,6 +29,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "block_from_api",
+    "json_depth",
     "message_from_api",
 ]
 
@@ -107,6 +108,28 @@ def _content_value(
 
 def _extra(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in known}
+
+
+def json_depth(value: Any, limit: int) -> int:
+    """The nesting depth of parsed JSON *value* (a scalar is 0), counted without
+    recursion; once past *limit* it stops and answers ``limit + 1``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        children: Iterable[Any]
+        if isinstance(item, dict):
+            children = cast("dict[str, Any]", item).values()
+        elif isinstance(item, list):
+            children = cast("list[Any]", item)
+        else:
+            continue
+        depth += 1
+        if depth > limit:
+            return limit + 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
 
 
 def _plain(value: Any) -> Any:

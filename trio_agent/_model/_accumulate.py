@@ -35,6 +35,7 @@ from .._messages import (
     ToolUseBlock,
     Usage,
     block_from_api,
+    json_depth,
 )
 from ._accumulate_block import (
     DELTA_FIELD,
@@ -42,7 +43,6 @@ from ._accumulate_block import (
     HOT_DELTA,
     JSON_BLOCK_TYPES,
     Block,
-    json_depth,
     strict_loads,
     utf8_len,
 )

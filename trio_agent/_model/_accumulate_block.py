@@ -4,8 +4,8 @@ block being streamed (its parts, and what the hot path of ``feed`` needs to know
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -18,7 +18,6 @@ __all__ = [
     "HOT_DELTA",
     "JSON_BLOCK_TYPES",
     "Block",
-    "json_depth",
     "strict_loads",
     "utf8_len",
 ]
@@ -51,28 +50,6 @@ def strict_loads(data: str | bytes, what: str) -> Any:
         # The C decoder recurses once per nesting level: hostile nesting must not
         # escape as a RecursionError.
         raise StreamLimitError(f"{what} is nested too deeply") from None
-
-
-def json_depth(value: Any, limit: int) -> int:
-    """The nesting depth of parsed JSON *value* (a scalar is 0), counted without
-    recursion; once past *limit* it stops and answers ``limit + 1``."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        children: Iterable[Any]
-        if isinstance(item, dict):
-            children = cast("dict[str, Any]", item).values()
-        elif isinstance(item, list):
-            children = cast("list[Any]", item)
-        else:
-            continue
-        depth += 1
-        if depth > limit:
-            return limit + 1
-        deepest = max(deepest, depth)
-        stack.extend((child, depth) for child in children)
-    return deepest
 
 
 @attrs.define(eq=False)
