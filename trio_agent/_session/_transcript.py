@@ -246,7 +246,7 @@ def _check_pairing(messages: Sequence[Message], lines: Sequence[int]) -> None:
             if previous is None:
                 raise TranscriptError(f"line {lineno}: the history starts with an answer")
             if previous != "assistant":
-                asked, answered, asked_at = set(), set(), lineno
+                asked, answered, asked_at = set[str](), set[str](), lineno
             for use in message.tool_uses:
                 if use.id in seen:
                     raise TranscriptError(f"line {lineno}: tool_use id {use.id!r} is used twice")
