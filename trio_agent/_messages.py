@@ -118,10 +118,10 @@ def json_depth(value: Any, limit: int) -> int:
     while stack:
         item, depth = stack.pop()
         children: Iterable[Any]
-        if isinstance(item, dict):
-            children = cast("dict[str, Any]", item).values()
-        elif isinstance(item, list):
-            children = cast("list[Any]", item)
+        if isinstance(item, Mapping):
+            children = cast("Mapping[str, Any]", item).values()
+        elif isinstance(item, list | tuple):
+            children = cast("Sequence[Any]", item)
         else:
             continue
         depth += 1

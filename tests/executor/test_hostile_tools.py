@@ -303,3 +303,30 @@ async def test_progress_is_delivered_at_once_to_a_waiting_reader(
     assert len(got) == 200
     # Report i of every tool arrives at virtual time i ms: no delay.
     assert all(t == pytest.approx(data * 0.001) for t, data in got)
+
+
+@pytest.mark.parametrize("depth", [150, 201, 5000])
+async def test_deep_input_added_directly_is_an_error_result_not_a_recursion_error(
+    depth: int,
+) -> None:
+    ran: list[int] = []
+
+    async def run(input: Mapping[str, Any], ctx: ToolContext) -> str:
+        ran.append(depth)
+        return "ran"
+
+    deep: Any = []
+    for _ in range(depth - 1):
+        deep = [deep]
+    tool = Tool("T", "d", {"type": "object", "properties": {"a": {}}}, run)
+    async with open_tool_executor([tool]) as executor:
+        executor.add_tool(ToolUseBlock("toolu_0", "T", {"a": deep}))
+        executor.finish()
+        (result,) = [r async for r in executor.results]
+    if depth <= 200:
+        assert result.content == "ran"
+    else:
+        assert result.is_error
+        assert not result.started
+        assert ran == []
+        assert "nested deeper than 200 levels" in str(result.content)

@@ -17,7 +17,7 @@ import attrs
 import trio
 
 from .._exceptions import excerpt
-from .._messages import ContentBlock, OpaqueBlock, TextBlock, ToolUseBlock
+from .._messages import ContentBlock, OpaqueBlock, TextBlock, ToolUseBlock, json_depth
 from .._permissions import Allow, CanUseTool, Deny, Reject
 from .._tools import ContextModifier, Tool, ToolContext, ToolOutput, plain_json
 from ._results import (
@@ -31,6 +31,10 @@ from ._results import (
 )
 
 __all__ = ["Call", "CallState", "Ran", "Rejected", "check_input", "execute", "read_return"]
+
+#: The deepest tool input the executor validates and runs (the stream refuses deeper
+#: input already: ``StreamLimits.max_json_depth``, 100 by default).
+MAX_INPUT_DEPTH = 200
 
 #: The block types the API accepts in ``tool_result`` content (OpaqueBlock: by type).
 RESULT_BLOCK_TYPES = frozenset({"text", "image", "document", "search_result"})
@@ -63,6 +67,9 @@ def check_input(tool: Tool, block: ToolUseBlock) -> tuple[str | None, bool]:
     """
     if block.invalid_input is not None:
         return f"the input is not valid JSON: {excerpt(block.invalid_input)}", False
+    if json_depth(block.input, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
+        # Validation and plain_json() recurse: refuse what would exhaust the stack.
+        return f"the input is nested deeper than {MAX_INPUT_DEPTH} levels", False
     error = tool.validate(block.input)
     if error is not None:
         return error, False
