@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable
-from functools import partial
 from types import TracebackType
 from typing import Any, NoReturn, TypeVar, final
 
@@ -615,10 +614,6 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         ):
             self._abort_all(self._outer_reason(None), None)
 
-    def _report(self, call: Call, data: Any) -> None:
-        if call.result is None:  # never progress after the result
-            self._progress.report(call.block.id, data)
-
     def _maybe_end(self) -> None:
         if self._adding_closed and self._counts["finished"] == len(self._calls):
             self._results.end()
@@ -633,7 +628,7 @@ class ToolExecutor(metaclass=NoPublicConstructor):
                     call,
                     can_use_tool=self._can_use_tool,
                     context=self._context,
-                    report=partial(self._report, call),
+                    report=self._progress.reporter(call.block.id),
                     max_result_chars=self._max_result_chars,
                 )
                 if isinstance(outcome, Rejected):

@@ -11,6 +11,7 @@ once when it is waiting (out of band, as before).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any, final
 
 import attrs
@@ -37,29 +38,41 @@ class ProgressChannel(trio.abc.ReceiveChannel[ToolProgress | ToolFinished]):
     def __init__(self) -> None:
         self._buffer: deque[_Pending | ToolFinished] = deque()
         self._pending: dict[str, _Pending] = {}  # per call, the report in the buffer
+        self._finished: set[str] = set()  # calls whose result is final: no more reports
         self._lot = trio.lowlevel.ParkingLot()
         self._ended = False
         self._closed = False
-        #: Reports replaced by a later one before anybody received them.
-        self.dropped = 0
 
-    def report(self, tool_use_id: str, data: Any) -> None:
-        """Queue a report; it replaces the call's report not received yet, if any."""
-        if self._closed or self._ended:
-            return  # nobody listens any more: progress is advisory
-        pending = self._pending.get(tool_use_id)
-        if pending is not None:
-            pending.data = data
-            pending.dropped += 1
-            self.dropped += 1
-            return
+    def reporter(self, tool_use_id: str) -> Callable[[Any], None]:
+        """The ``report(data)`` of one call (what ``ctx.progress`` calls).
+
+        A report while the last one is still unread just replaces it: a dict lookup
+        and two stores, so a tool reporting a million times pays little for it.
+        """
+        pending_of = self._pending.get
+
+        def report(data: Any) -> None:
+            pending = pending_of(tool_use_id)
+            if pending is not None:
+                pending.data = data
+                pending.dropped += 1
+            else:
+                self._queue_report(tool_use_id, data)
+
+        return report
+
+    def _queue_report(self, tool_use_id: str, data: Any) -> None:
+        if self._closed or self._ended or tool_use_id in self._finished:
+            return  # nobody listens any more, or after the result: progress is advisory
         pending = _Pending(tool_use_id, data)
         self._pending[tool_use_id] = pending
         self._buffer.append(pending)
         self._lot.unpark()
 
     def finished(self, item: ToolFinished) -> None:
-        """Queue the end of a call (after its last report); never coalesced."""
+        """Queue the end of a call (after its last report); never coalesced. Later
+        reports of the call are dropped."""
+        self._finished.add(item.tool_use_id)
         if self._closed or self._ended:
             return
         self._pending.pop(item.tool_use_id, None)  # no report may replace it now
