@@ -7,6 +7,7 @@ under a leak check.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -16,6 +17,8 @@ import trio
 from hypothesis import given, settings
 
 from trio_agent import (
+    AnthropicClient,
+    RetryPolicy,
     StreamLimitError,
     StreamProtocolError,
     TextBlock,
@@ -33,6 +36,7 @@ from trio_agent.testing import (
     ScriptedModel,
     check_history,
     run_virtual,
+    serve_scripted_model,
 )
 from trio_agent.testing import strategies as tst
 
@@ -41,10 +45,10 @@ def raw(events: list[Any]) -> bytes:
     return b"".join(b"event: e\ndata: " + json.dumps(e).encode() + b"\n\n" for e in events)
 
 
-def tools(ran: list[str]) -> list[Tool]:
+def tools(ran: list[str], delay: float = 1.0) -> list[Tool]:
     async def run(input: Mapping[str, Any], ctx: ToolContext) -> str:
         ran.append(ctx.tool_use_id)
-        await trio.sleep(1)
+        await trio.sleep(delay)
         return "ok"
 
     return [
@@ -53,31 +57,48 @@ def tools(ran: list[str]) -> list[Tool]:
     ]
 
 
-async def turn(answers: list[Any]) -> tuple[list[Any], TurnEnd, list[str]]:
+async def turn(
+    answers: list[Any], *, loopback: bool = False
+) -> tuple[list[Any], TurnEnd, list[str]]:
     model = ScriptedModel([*answers, *[ScriptedAnswer(blocks=[TextBlock("done")])] * 3])
     ran: list[str] = []
     events: list[Any] = []
     with LeakCheck(models=[model], processes=False, fds=False):
-        async with query(
-            model.client(),
-            [UserMessage("go")],
-            tools=tools(ran),
-            model="m",
-            max_tokens=100,
-            max_turns=3,
-        ) as stream:
-            async for event in stream:
-                events.append(event)
+        async with contextlib.AsyncExitStack() as stack:
+            if loopback:  # a real HTTP/1.1 server on a loopback socket, real time
+                base_url = await stack.enter_async_context(serve_scripted_model(model))
+                client: Any = AnthropicClient(
+                    api_key="test", base_url=base_url, retry=RetryPolicy(max_retries=0)
+                )
+            else:
+                client = model.client()
+            await one_turn(client, tools(ran, 0.0 if loopback else 1.0), events)
     end = events[-1]
     assert isinstance(end, TurnEnd)
     check_history(end.messages)
     return events, end, ran
 
 
+async def one_turn(client: Any, tools: list[Tool], events: list[Any]) -> None:
+    async with query(
+        client, [UserMessage("go")], tools=tools, model="m", max_tokens=100, max_turns=3
+    ) as stream:
+        async for event in stream:
+            events.append(event)
+
+
 @settings(max_examples=40, deadline=None)
 @given(events=tst.mutated_event_streams())
 def test_a_malformed_answer_ends_the_turn_never_raises(events: list[Any]) -> None:
     _, end, _ = run_virtual(lambda: turn([RawAnswer(chunks=[(0.0, raw(events))])]))
+    if end.reason == "error":
+        assert end.error is not None
+
+
+@settings(max_examples=10, deadline=None)
+@given(events=tst.mutated_event_streams())
+def test_a_malformed_answer_over_a_loopback_server_ends_the_turn(events: list[Any]) -> None:
+    _, end, _ = trio.run(lambda: turn([RawAnswer(chunks=[(0.0, raw(events))])], loopback=True))
     if end.reason == "error":
         assert end.error is not None
 

@@ -13,19 +13,28 @@ import json
 from typing import Any
 
 import pytest
+import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_agent import (
+    AnthropicClient,
     AssistantMessage,
     MessageAccumulator,
+    RetryPolicy,
     StreamProtocolError,
     StreamResult,
     TrioAgentError,
     UserMessage,
     message_from_api,
 )
-from trio_agent.testing import LeakCheck, RawAnswer, ScriptedModel, run_virtual
+from trio_agent.testing import (
+    LeakCheck,
+    RawAnswer,
+    ScriptedModel,
+    run_virtual,
+    serve_scripted_model,
+)
 from trio_agent.testing import strategies as tst
 
 
@@ -80,6 +89,40 @@ def test_client_stream_raises_only_typed_errors_and_leaks_nothing(
 ) -> None:
     raw = b"".join(b"event: e\ndata: " + json.dumps(e).encode() + b"\n\n" for e in events)
     items, error = run_virtual(lambda: _stream(raw))
+    if error is None:
+        result = items[-1]
+        assert isinstance(result, StreamResult)
+        check_message(result.message)
+    else:
+        assert isinstance(error, TrioAgentError)
+
+
+async def _stream_loopback(raw: bytes) -> tuple[list[Any], BaseException | None]:
+    model = ScriptedModel([RawAnswer(chunks=[(0.0, raw)])])
+    items: list[Any] = []
+    error: BaseException | None = None
+    with LeakCheck(models=[model], processes=False, fds=False):
+        async with serve_scripted_model(model) as base_url:
+            client = AnthropicClient(
+                api_key="test", base_url=base_url, retry=RetryPolicy(max_retries=0)
+            )
+            try:
+                async with client.stream(
+                    model="m", max_tokens=8, messages=[UserMessage("hi")]
+                ) as channel:
+                    async for item in channel:
+                        items.append(item)
+            except TrioAgentError as exc:
+                error = exc
+    return items, error
+
+
+@settings(max_examples=15, deadline=None)
+@given(events=tst.mutated_event_streams())
+def test_loopback_server_stream_raises_only_typed_errors(events: list[Any]) -> None:
+    """The same over a real HTTP/1.1 loopback socket (real time)."""
+    raw = b"".join(b"event: e\ndata: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    items, error = trio.run(_stream_loopback, raw)
     if error is None:
         result = items[-1]
         assert isinstance(result, StreamResult)

@@ -188,3 +188,33 @@ def test_base_exception_from_a_tool_keeps_what_happened(kind: str, after: float)
             assert results[tool_id] == ToolResultBlock(
                 tool_id, INTERRUPTED_TOOL_MESSAGE, is_error=True
             )
+
+
+@pytest.mark.parametrize(("session_cap", "tool_cap", "cut_at"), [(50, None, 50), (50, 20, 20)])
+async def test_capped_results_are_the_same_in_history_transcript_and_request(
+    autojump_clock: Any, tmp_path: Path, session_cap: int, tool_cap: int | None, cut_at: int
+) -> None:
+    async def big(input: Mapping[str, Any], ctx: ToolContext) -> str:
+        return "x" * 1000
+
+    tool = Tool("Big", "d", {"type": "object"}, big, max_result_chars=tool_cap)
+    scripted = ScriptedModel(
+        [
+            ScriptedAnswer(blocks=[ToolUseBlock("t1", "Big", {})]),
+            ScriptedAnswer(blocks=[TextBlock("done")]),
+        ]
+    )
+    path = tmp_path / "t.jsonl"
+    session = Session(
+        scripted.client(), [tool], model="m", transcript_path=path, max_result_chars=session_cap
+    )
+    with LeakCheck(models=[scripted], processes=False, fds=False):
+        await drain(session)
+    session.close()
+    (result,) = [b for m in session.messages if isinstance(m, UserMessage) for b in m.tool_results]
+    assert isinstance(result.content, str)
+    assert result.content.startswith("x" * cut_at + "\n\n[Output truncated: ")
+    assert f"{1000 - cut_at:,} of 1,000 characters were cut" in result.content
+    assert read_transcript(path).messages == session.messages
+    sent = scripted.requests[1].body["messages"][2]["content"][0]
+    assert sent == result.to_api()
