@@ -175,3 +175,25 @@ def test_generated_streams_equal_the_sdk(events: list[dict[str, Any]]) -> None:
     raw = render_events(events)
     got = run_virtual(lambda: ours(raw))
     assert got == sdk_message(raw)
+
+
+async def test_scripted_answers_stream_caller_and_unknown_keys(autojump_clock: Any) -> None:
+    """What a ScriptedAnswer holds comes back whole: caller and unknown block keys."""
+    from trio_agent import AssistantMessage, ServerToolUseBlock, TextBlock, ToolUseBlock
+    from trio_agent.testing import ScriptedAnswer
+
+    blocks = [
+        TextBlock("hi", extra={"x_future": [1, {"a": None}]}),
+        ToolUseBlock("t1", "Read", {"p": 1}, caller={"type": "direct"}, extra={"toolset": "s"}),
+        ServerToolUseBlock("s1", "web_search", {"q": "x"}, caller={"type": "direct"}),
+    ]
+    answer = ScriptedAnswer(blocks=blocks)
+    model = ScriptedModel([answer])
+    with LeakCheck(models=[model], processes=False, fds=False):
+        async with model.client().stream(
+            model="m", max_tokens=8, messages=[UserMessage("hi")]
+        ) as channel:
+            items = [item async for item in channel]
+    message = items[-1].message
+    assert isinstance(message, AssistantMessage)
+    assert message.content == tuple(blocks)
