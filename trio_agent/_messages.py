@@ -207,15 +207,19 @@ class RedactedThinkingBlock:
     """Thinking the API encrypted; it is sent back as is."""
 
     data: str
+    #: Every other key the API sent, verbatim.
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, kw_only=True)
 
     type: Literal["redacted_thinking"] = attrs.field(default="redacted_thinking", init=False)
 
+    _KNOWN: ClassVar[frozenset[str]] = frozenset({"type", "data"})
+
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> RedactedThinkingBlock:
-        return cls(data=_require(data, "data", str))
+        return cls(data=_require(data, "data", str), extra=_extra(data, cls._KNOWN))
 
     def to_api(self) -> dict[str, Any]:
-        return {"type": "redacted_thinking", "data": self.data}
+        return {"type": "redacted_thinking", "data": self.data, **_plain(self.extra)}
 
 
 @attrs.frozen
@@ -313,8 +317,12 @@ class ToolResultBlock:
     tool_use_id: str
     content: str | tuple[ContentBlock, ...] = attrs.field(converter=_content_value)
     is_error: bool = False
+    #: Every other key (``cache_control``...), verbatim.
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, kw_only=True)
 
     type: Literal["tool_result"] = attrs.field(default="tool_result", init=False)
+
+    _KNOWN: ClassVar[frozenset[str]] = frozenset({"type", "tool_use_id", "content", "is_error"})
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> ToolResultBlock:
@@ -322,6 +330,7 @@ class ToolResultBlock:
             tool_use_id=_require(data, "tool_use_id", str),
             content=_content(data, "content", ""),
             is_error=bool(_optional(data, "is_error", bool)),
+            extra=_extra(data, cls._KNOWN),
         )
 
     def to_api(self) -> dict[str, Any]:
@@ -333,6 +342,7 @@ class ToolResultBlock:
             "tool_use_id": self.tool_use_id,
             "content": content,
             "is_error": self.is_error,
+            **_plain(self.extra),
         }
 
 

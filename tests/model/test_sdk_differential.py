@@ -118,7 +118,7 @@ def rich_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
     events = [json.loads(json.dumps(e)) for e in draw(tst.event_streams())]
     for event in events:
         block = event.get("content_block")
-        if block is not None and block["type"] != "redacted_thinking" and draw(st.booleans()):
+        if block is not None and draw(st.booleans()):
             block["x_future"] = draw(json_values)  # a field not known today
         if (
             event["type"] == "content_block_start"
