@@ -146,6 +146,20 @@ def _start(**message: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
+    ("key", "where"),
+    [(k, "delta") for k in ("id", "type", "role", "model", "content")]
+    + [(k, "event") for k in ("id", "role", "model", "content")],  # "type" is its own
+)
+def test_message_delta_may_not_overwrite_the_message(key: str, where: str) -> None:
+    acc = MessageAccumulator()
+    acc.feed(_start())
+    event: dict[str, Any] = {"type": "message_delta", "delta": {}, "usage": {}}
+    (event["delta"] if where == "delta" else event)[key] = 5
+    with pytest.raises(StreamProtocolError, match=f"may not set the message's '{key}'"):
+        acc.feed(event)
+
+
+@pytest.mark.parametrize(
     ("events", "match"),
     [
         ([_start(content=5)], "content must be a list"),

@@ -57,6 +57,8 @@ _T = TypeVar("_T")
 #: what the API adds tomorrow) goes verbatim into ``AssistantMessage.extra``.
 _DELTA_KEYS = frozenset({"stop_reason", "stop_sequence"})
 _EVENT_KEYS = frozenset({"type", "delta", "usage"})
+#: The message's own fields: a message_delta that sets one is a protocol violation.
+_MESSAGE_KEYS = frozenset({"id", "type", "role", "model", "content"})
 
 
 @attrs.frozen
@@ -510,7 +512,11 @@ class MessageAccumulator:
         extra = dict(self._extra)
         for fields, known in ((delta_, _DELTA_KEYS), (event, _EVENT_KEYS)):
             for key, value in fields.items():
-                if key not in known and (value is not None or key not in extra):
+                if key in known:
+                    continue
+                if key in _MESSAGE_KEYS:
+                    raise _violation(f"message_delta may not set the message's {key!r}", event)
+                if value is not None or key not in extra:
                     extra[key] = value
         if extra != self._extra:
             self._extra = extra
