@@ -197,3 +197,33 @@ async def test_scripted_answers_stream_caller_and_unknown_keys(autojump_clock: A
     message = items[-1].message
     assert isinstance(message, AssistantMessage)
     assert message.content == tuple(blocks)
+
+
+async def test_recorded_unfinished_tool_block_is_a_typed_error_not_a_guess(
+    autojump_clock: Any,
+) -> None:
+    """The SDK's own incomplete-JSON fixture: the tool_use block never stops (no
+    ``content_block_stop``) and its input JSON is cut. The SDK accumulates a guess (a
+    partial parse of the input); here it is a StreamProtocolError naming the event,
+    after the finished text block was handed out (so a turn ends with an error and
+    runs no tool on a guessed input)."""
+    from trio_agent import AssistantMessage, StreamProtocolError, TextBlock
+
+    raw = recorded("incomplete_partial_json_response.txt")
+    sdk = sdk_message(raw)
+    assert sdk["content"][1]["input"]["filename"] == "taxes.txt"  # the SDK's guess
+    model = ScriptedModel([RawAnswer(chunks=[(0.0, raw)])])
+    items: list[Any] = []
+    with (
+        LeakCheck(models=[model], processes=False, fds=False),
+        pytest.raises(StreamProtocolError, match=r"message_stop event: .*still open"),
+    ):
+        await _collect(model.client(), items)
+    (text,) = [i for i in items if isinstance(i, AssistantMessage)]
+    assert text.content == (TextBlock(sdk["content"][0]["text"]),)
+
+
+async def _collect(client: AnthropicClient, items: list[Any]) -> None:
+    async with client.stream(model="m", max_tokens=64, messages=[UserMessage("hi")]) as channel:
+        async for item in channel:
+            items.append(item)
