@@ -144,7 +144,7 @@ def _needs(
 
 
 def _late() -> list[Benchmark]:
-    from . import _micro2, _pipeline, _scale
+    from . import _micro2, _pipeline, _scale, _storm
 
     return [
         Benchmark(
@@ -166,6 +166,11 @@ def _late() -> list[Benchmark]:
             "progress",
             "progress latency p50/p99, 100 tools reporting every ms",
             _needs("open_tool_executor", _micro2.bench_progress, "progress"),
+        ),
+        Benchmark(
+            "progress_storm",
+            "10 tools x 100k progress reports: turn time and memory, with vs without",
+            _needs("open_tool_executor", _storm.bench_progress_storm, "progress_storm"),
         ),
         Benchmark(
             "scale",

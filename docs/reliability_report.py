@@ -302,6 +302,92 @@ ROWS: list[tuple[str, str, list[str]]] = [
             "tests/loop/test_rules_mean_it.py::test_file_rules_match_every_spelling_of_the_path",
             "tests/loop/test_rules_mean_it.py::test_file_allow_rules_match_only_the_resolved_path",
         ],
+        "E1",
+        "hostile streams: any valid stream mutated (wrong JSON types, missing keys, extra "
+        "nesting, swapped / repeated / dropped events): only TrioAgentError leaves "
+        "client.stream(), naming the event; no leak",
+        [
+            "tests/model/test_hostile_streams.py::test_accumulator_raises_only_typed_errors",
+            "tests/model/test_hostile_streams.py::"
+            "test_client_stream_raises_only_typed_errors_and_leaks_nothing",
+            "tests/model/test_hostile_streams.py::test_wrong_types_name_the_event",
+            "tests/model/test_hostile_streams.py::"
+            "test_loopback_server_stream_raises_only_typed_errors",
+        ],
+    ),
+    (
+        "E2",
+        "nothing dropped: to_api() equals the official SDK's final message for its own "
+        "recorded streams and generated ones (stop_details, container, caller, compaction, "
+        "fallback, unknown fields)",
+        ["tests/model/test_sdk_differential.py"],
+    ),
+    (
+        "E3",
+        "malformed answers end the turn (TurnEnd error, history valid, every tool_use "
+        "answered): mutated streams, duplicate tool_use ids, tool_use in message_start, "
+        "too-deep input",
+        [
+            "tests/loop/test_hostile_turns.py",
+            "tests/model/test_hostile_streams.py::test_duplicate_tool_use_ids_are_a_protocol_error",
+            "tests/model/test_hostile_streams.py::"
+            "test_tool_use_in_message_start_content_is_a_protocol_error",
+            "tests/model/test_hostile_streams.py::"
+            "test_deep_tool_input_is_a_limit_error_never_a_recursion_error",
+        ],
+    ),
+    (
+        "E4",
+        "hostile tools: __str__/__repr__ that raise (tool, can_use_tool), returns the API "
+        "cannot take, results over the size cap",
+        [
+            "tests/executor/test_hostile_tools.py::"
+            "test_tool_exception_whose_str_raises_is_an_error_result",
+            "tests/executor/test_hostile_tools.py::"
+            "test_permission_check_exception_whose_str_raises_is_a_denial",
+            "tests/executor/test_hostile_tools.py::"
+            "test_invalid_returns_are_error_results_naming_tool_and_type",
+            "tests/executor/test_hostile_tools.py::test_result_blocks_the_api_accepts_are_kept",
+            "tests/executor/test_hostile_tools.py::test_results_are_capped_with_a_note_of_the_cut",
+            "tests/session/test_session_edges.py::"
+            "test_capped_results_are_the_same_in_history_transcript_and_request",
+            "tests/executor/test_hostile_tools.py::"
+            "test_deep_input_added_directly_is_an_error_result_not_a_recursion_error",
+        ],
+    ),
+    (
+        "E5",
+        "progress storms: memory flat, latest report kept (dropped counted), at once at "
+        "normal rates",
+        [
+            "tests/executor/test_hostile_tools.py::"
+            "test_progress_storms_keep_memory_flat_and_lose_nothing_silently",
+            "tests/executor/test_hostile_tools.py::"
+            "test_progress_is_delivered_at_once_to_a_waiting_reader",
+        ],
+    ),
+    (
+        "E6",
+        "consumers leaving at every event (break, raise, KeyboardInterrupt, after an await): "
+        "quiet end or the exception as itself; history and transcript valid",
+        [
+            "tests/loop/test_consumers_leaving.py",
+            "tests/session/test_session_edges.py::test_leaving_submit_at_every_event",
+        ],
+    ),
+    (
+        "E7",
+        "KeyboardInterrupt / SystemExit / BaseException from a tool: raised as itself; "
+        "history, transcript and resume keep text, tool_uses, finished results",
+        [
+            "tests/session/test_session_edges.py::test_base_exception_from_a_tool_keeps_what_happened"
+        ],
+    ),
+    (
+        "E8",
+        "garbled transcript records (wrong types, deep nesting, stray results, reused ids): "
+        "TranscriptError naming the line, from read_transcript and Session.resume",
+        ["tests/session/test_transcript_garbled.py"],
     ),
     ("L", "the leak helper finds each kind of leak", ["tests/testing/test_leaks.py"]),
 ]
@@ -338,12 +424,15 @@ class Collector:
 
 
 def _kinds() -> str:
-    """What the rows are, counted from ROWS: matrix (digits), security (S), recovery (R)."""
+    """What the rows are, counted from ROWS: matrix (digits), security (S), recovery (R),
+    hostile input at the edges (E)."""
     matrix = sum(r.isdigit() for r, _, _ in ROWS)
     security = sum(r.startswith("S") for r, _, _ in ROWS)
     recovery = sum(r.startswith("R") for r, _, _ in ROWS)
+    edges = sum(r.startswith("E") for r, _, _ in ROWS)
     return (
-        f"{matrix} matrix rows, {security} security rows, {recovery} recovery rows, the leak helper"
+        f"{matrix} matrix rows, {security} security rows, {recovery} recovery rows,"
+        f" {edges} edge rows, the leak helper"
     )
 
 

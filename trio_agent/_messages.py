@@ -7,9 +7,9 @@ same JSON back). Block types this library does not know are kept as an
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 import attrs
 
@@ -29,6 +29,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "block_from_api",
+    "json_depth",
     "message_from_api",
 ]
 
@@ -42,16 +43,93 @@ def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(value))
 
 
+def _what(data: Mapping[str, Any]) -> str:
+    kind = data.get("type")
+    return kind if isinstance(kind, str) else "value"
+
+
+def _wrong(data: Mapping[str, Any], key: str, expected: str) -> StreamProtocolError:
+    return StreamProtocolError(
+        f"{_what(data)} {key} must be {expected}, not "
+        f"{type(data.get(key)).__name__} (wrong type): {excerpt(repr(data))}"
+    )
+
+
 def _require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
     try:
         value = data[key]
     except KeyError:
         raise StreamProtocolError(
-            f"{data.get('type', 'value')!s} is missing {key!r}: {excerpt(repr(data))}"
+            f"{_what(data)} is missing {key!r}: {excerpt(repr(data))}"
         ) from None
-    if not isinstance(value, kind):
-        raise StreamProtocolError(f"{key!r} has the wrong type: {excerpt(repr(data))}")
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise _wrong(data, key, f"a {name}")
     return value
+
+
+def _optional(data: Mapping[str, Any], key: str, kind: type) -> Any:
+    """``data[key]`` when it is a *kind*; None when absent or null; else an error."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise _wrong(data, key, f"a {kind.__name__} or null")
+    return value
+
+
+def _mappings(data: Mapping[str, Any], key: str) -> list[Mapping[str, Any]] | None:
+    """``data[key]`` as a list of objects (citations...); None when absent or null."""
+    value = _optional(data, key, list)
+    if value is None:
+        return None
+    items: list[Any] = value
+    if not all(isinstance(item, Mapping) for item in items):
+        raise _wrong(data, key, "a list of objects")
+    return items
+
+
+def _content(data: Mapping[str, Any], key: str, default: Any) -> Any:
+    """A ``content`` field: a string, or a list of content blocks."""
+    value = data.get(key, default)
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise _wrong(data, key, "a string or a list of blocks")
+    items = cast("list[Any]", value)
+    return tuple(block_from_api(b) for b in items)
+
+
+def _content_value(
+    content: str | Sequence[ContentBlock],
+) -> str | tuple[ContentBlock, ...]:
+    return content if isinstance(content, str) else tuple(content)
+
+
+def _extra(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k not in known}
+
+
+def json_depth(value: Any, limit: int) -> int:
+    """The nesting depth of parsed JSON *value* (a scalar is 0), counted without
+    recursion; once past *limit* it stops and answers ``limit + 1``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        children: Iterable[Any]
+        if isinstance(item, Mapping):
+            children = cast("Mapping[str, Any]", item).values()
+        elif isinstance(item, list | tuple):
+            children = cast("Sequence[Any]", item)
+        else:
+            continue
+        depth += 1
+        if depth > limit:
+            return limit + 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
 
 
 def _plain(value: Any) -> Any:
@@ -69,21 +147,27 @@ class TextBlock:
 
     text: str
     citations: tuple[Mapping[str, Any], ...] | None = None
+    #: Every other key the API sent, verbatim.
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, kw_only=True)
 
     type: Literal["text"] = attrs.field(default="text", init=False)
 
+    _KNOWN: ClassVar[frozenset[str]] = frozenset({"type", "text", "citations"})
+
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> TextBlock:
-        citations = data.get("citations")
+        citations = _mappings(data, "citations")
         return cls(
             text=_require(data, "text", str),
             citations=None if citations is None else tuple(_frozen_mapping(c) for c in citations),
+            extra=_extra(data, cls._KNOWN),
         )
 
     def to_api(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "text", "text": self.text}
         if self.citations is not None:
             out["citations"] = [_plain(c) for c in self.citations]
+        out.update(_plain(self.extra))
         return out
 
 
@@ -93,18 +177,29 @@ class ThinkingBlock:
 
     thinking: str
     signature: str
+    #: Every other key the API sent, verbatim.
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, kw_only=True)
 
     type: Literal["thinking"] = attrs.field(default="thinking", init=False)
+
+    _KNOWN: ClassVar[frozenset[str]] = frozenset({"type", "thinking", "signature"})
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> ThinkingBlock:
         return cls(
             thinking=_require(data, "thinking", str),
-            signature=data.get("signature") or "",
+            signature=_optional(data, "signature", str) or "",
+            extra=_extra(data, cls._KNOWN),
         )
 
     def to_api(self) -> dict[str, Any]:
-        return {"type": "thinking", "thinking": self.thinking, "signature": self.signature}
+        out: dict[str, Any] = {
+            "type": "thinking",
+            "thinking": self.thinking,
+            "signature": self.signature,
+        }
+        out.update(_plain(self.extra))
+        return out
 
 
 @attrs.frozen
@@ -112,15 +207,19 @@ class RedactedThinkingBlock:
     """Thinking the API encrypted; it is sent back as is."""
 
     data: str
+    #: Every other key the API sent, verbatim.
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, kw_only=True)
 
     type: Literal["redacted_thinking"] = attrs.field(default="redacted_thinking", init=False)
 
+    _KNOWN: ClassVar[frozenset[str]] = frozenset({"type", "data"})
+
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> RedactedThinkingBlock:
-        return cls(data=_require(data, "data", str))
+        return cls(data=_require(data, "data", str), extra=_extra(data, cls._KNOWN))
 
     def to_api(self) -> dict[str, Any]:
-        return {"type": "redacted_thinking", "data": self.data}
+        return {"type": "redacted_thinking", "data": self.data, **_plain(self.extra)}
 
 
 @attrs.frozen
@@ -136,8 +235,16 @@ class ToolUseBlock:
     name: str
     input: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
     invalid_input: str | None = attrs.field(default=None, kw_only=True)
+    #: Who called the tool (the API's ``caller``: direct, or code execution), if sent.
+    caller: Mapping[str, Any] | None = attrs.field(
+        default=None, kw_only=True, converter=attrs.converters.optional(_frozen_mapping)
+    )
+    #: Every other key the API sent, verbatim.
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, kw_only=True)
 
     type: Literal["tool_use"] = attrs.field(default="tool_use", init=False)
+
+    _KNOWN: ClassVar[frozenset[str]] = frozenset({"type", "id", "name", "input", "caller"})
 
     @property
     def is_valid(self) -> bool:
@@ -150,10 +257,12 @@ class ToolUseBlock:
             id=_require(data, "id", str),
             name=_require(data, "name", str),
             input=_require(data, "input", Mapping),
+            caller=_optional(data, "caller", Mapping),
+            extra=_extra(data, cls._KNOWN),
         )
 
     def to_api(self) -> dict[str, Any]:
-        return {"type": "tool_use", "id": self.id, "name": self.name, "input": _plain(self.input)}
+        return _tool_use_api(self, "tool_use")
 
 
 @attrs.frozen
@@ -163,8 +272,16 @@ class ServerToolUseBlock:
     id: str
     name: str
     input: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    #: Who called the tool (the API's ``caller``), if sent.
+    caller: Mapping[str, Any] | None = attrs.field(
+        default=None, kw_only=True, converter=attrs.converters.optional(_frozen_mapping)
+    )
+    #: Every other key the API sent, verbatim.
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, kw_only=True)
 
     type: Literal["server_tool_use"] = attrs.field(default="server_tool_use", init=False)
+
+    _KNOWN: ClassVar[frozenset[str]] = frozenset({"type", "id", "name", "input", "caller"})
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> ServerToolUseBlock:
@@ -172,15 +289,25 @@ class ServerToolUseBlock:
             id=_require(data, "id", str),
             name=_require(data, "name", str),
             input=_require(data, "input", Mapping),
+            caller=_optional(data, "caller", Mapping),
+            extra=_extra(data, cls._KNOWN),
         )
 
     def to_api(self) -> dict[str, Any]:
-        return {
-            "type": "server_tool_use",
-            "id": self.id,
-            "name": self.name,
-            "input": _plain(self.input),
-        }
+        return _tool_use_api(self, "server_tool_use")
+
+
+def _tool_use_api(block: ToolUseBlock | ServerToolUseBlock, kind: str) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": kind,
+        "id": block.id,
+        "name": block.name,
+        "input": _plain(block.input),
+    }
+    if block.caller is not None:
+        out["caller"] = _plain(block.caller)
+    out.update(_plain(block.extra))
+    return out
 
 
 @attrs.frozen
@@ -188,22 +315,22 @@ class ToolResultBlock:
     """The answer to one ``tool_use``: text, or a list of content blocks."""
 
     tool_use_id: str
-    content: str | tuple[ContentBlock, ...] = attrs.field(
-        converter=lambda c: c if isinstance(c, str) else tuple(c)
-    )
+    content: str | tuple[ContentBlock, ...] = attrs.field(converter=_content_value)
     is_error: bool = False
+    #: Every other key (``cache_control``...), verbatim.
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, kw_only=True)
 
     type: Literal["tool_result"] = attrs.field(default="tool_result", init=False)
 
+    _KNOWN: ClassVar[frozenset[str]] = frozenset({"type", "tool_use_id", "content", "is_error"})
+
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> ToolResultBlock:
-        content = data.get("content", "")
-        if not isinstance(content, str):
-            content = tuple(block_from_api(b) for b in content)
         return cls(
             tool_use_id=_require(data, "tool_use_id", str),
-            content=content,
-            is_error=bool(data.get("is_error", False)),
+            content=_content(data, "content", ""),
+            is_error=bool(_optional(data, "is_error", bool)),
+            extra=_extra(data, cls._KNOWN),
         )
 
     def to_api(self) -> dict[str, Any]:
@@ -215,6 +342,7 @@ class ToolResultBlock:
             "tool_use_id": self.tool_use_id,
             "content": content,
             "is_error": self.is_error,
+            **_plain(self.extra),
         }
 
 
@@ -260,7 +388,10 @@ def block_from_api(data: Mapping[str, Any]) -> ContentBlock:
     """Build the wire value for one content block's JSON; unknown types stay opaque."""
     if not isinstance(data, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise StreamProtocolError(f"a content block must be an object: {excerpt(repr(data))}")
-    cls = _BLOCK_TYPES.get(data.get("type"))  # type: ignore[arg-type]
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        raise StreamProtocolError(f"a content block needs a string type: {excerpt(repr(data))}")
+    cls = _BLOCK_TYPES.get(kind)
     if cls is None:
         return OpaqueBlock(data)
     result: ContentBlock = cls.from_api(data)
@@ -275,6 +406,18 @@ _USAGE_INTS = (
 )
 
 
+def _usage_counts(data: Mapping[str, Any]) -> dict[str, int]:
+    """The token counts of a usage object: ints (not bools) >= 0, or absent / null."""
+    counts: dict[str, int] = {}
+    for key in _USAGE_INTS:
+        value = _optional(data, key, int)
+        if value is not None:
+            if value < 0:
+                raise _wrong(data, key, "a count >= 0")
+            counts[key] = value
+    return counts
+
+
 @attrs.frozen
 class Usage:
     """Token counts. ``extra`` keeps every other usage key the API sent, verbatim."""
@@ -287,7 +430,7 @@ class Usage:
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> Usage:
-        known = {k: data[k] for k in _USAGE_INTS if data.get(k) is not None}
+        known = _usage_counts(data)
         # A known key the API sent as null stays in `extra`, so to_api() is exact.
         extra = {k: v for k, v in data.items() if k not in known}
         return cls(**known, extra=extra)
@@ -306,7 +449,7 @@ class Usage:
 
     def merge_delta(self, data: Mapping[str, Any]) -> Usage:
         """Apply a ``message_delta`` usage object (cumulative counts overwrite)."""
-        changes = {k: data[k] for k in _USAGE_INTS if data.get(k) is not None}
+        changes: dict[str, Any] = _usage_counts(data)
         extra = {k: v for k, v in data.items() if k not in _USAGE_INTS and v is not None}
         if extra:
             changes["extra"] = {**self.extra, **extra}
@@ -363,16 +506,16 @@ class AssistantMessage:
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> AssistantMessage:
-        content = data.get("content") or ()
-        usage = data.get("usage")
+        content = _optional(data, "content", list) or ()
+        usage = _optional(data, "usage", Mapping)
         return cls(
             id=_require(data, "id", str),
             model=_require(data, "model", str),
             content=tuple(block_from_api(b) for b in content),
-            stop_reason=data.get("stop_reason"),
-            stop_sequence=data.get("stop_sequence"),
-            usage=Usage.from_api(usage) if isinstance(usage, Mapping) else Usage(),
-            extra={k: v for k, v in data.items() if k not in cls._KNOWN},
+            stop_reason=_optional(data, "stop_reason", str),
+            stop_sequence=_optional(data, "stop_sequence", str),
+            usage=Usage() if usage is None else Usage.from_api(usage),
+            extra=_extra(data, cls._KNOWN),
         )
 
     def to_api(self) -> dict[str, Any]:
@@ -398,9 +541,7 @@ class AssistantMessage:
 class UserMessage:
     """A user turn: a prompt, or the tool results of the previous answer."""
 
-    content: str | tuple[ContentBlock, ...] = attrs.field(
-        converter=lambda c: c if isinstance(c, str) else tuple(c)
-    )
+    content: str | tuple[ContentBlock, ...] = attrs.field(converter=_content_value)
 
     role: Literal["user"] = attrs.field(default="user", init=False)
 
@@ -412,10 +553,7 @@ class UserMessage:
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> UserMessage:
-        content = data.get("content", "")
-        if not isinstance(content, str):
-            content = tuple(block_from_api(b) for b in content)
-        return cls(content=content)
+        return cls(content=_content(data, "content", ""))
 
     def to_api(self) -> dict[str, Any]:
         content: Any = (
@@ -433,11 +571,14 @@ Message: TypeAlias = AssistantMessage | UserMessage
 
 def message_from_api(data: Mapping[str, Any]) -> Message:
     """A user or assistant message from its JSON (request param or API response)."""
+    if not isinstance(data, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise StreamProtocolError(f"a message must be an object: {excerpt(repr(data))}")
     if data.get("role") == "user":
         return UserMessage.from_api(data)
     if "id" in data:
         return AssistantMessage.from_api(data)
     # A request-param assistant message has no id or model.
-    return AssistantMessage(
-        id="", model="", content=tuple(block_from_api(b) for b in data.get("content") or ())
-    )
+    content = _content(data, "content", ())
+    if isinstance(content, str):  # the request-param shorthand for one text block
+        content = (TextBlock(content),)
+    return AssistantMessage(id="", model="", content=content)

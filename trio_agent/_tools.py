@@ -121,6 +121,11 @@ def _check_timeout(_inst: Any, _attr: Any, value: float | None) -> None:
     check_timeout(value)
 
 
+def _check_cap(_inst: Any, _attr: Any, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ToolDefinitionError(f"max_result_chars must be an int >= 1 or None, not {value!r}")
+
+
 def _check_name(_inst: Any, _attr: Any, value: str) -> None:
     if not _NAME.match(value):
         raise ToolDefinitionError(f"invalid tool name {value!r}: use 1-128 of [a-zA-Z0-9_-]")
@@ -144,6 +149,9 @@ class Tool:
         timeout: seconds the tool may run (after its permission check); past it
             the run is cancelled and the call answered with an error result
             ("timed out after N s"). None: the executor's ``tool_timeout``, if any.
+        max_result_chars: the most characters of text this tool's result keeps
+            (None: the executor's / session's cap, 100,000 by default); the rest is
+            cut with a note of how much.
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -158,6 +166,7 @@ class Tool:
     )
     cancels_siblings_on_error: bool = attrs.field(default=False, kw_only=True)
     timeout: float | None = attrs.field(default=None, kw_only=True, validator=_check_timeout)
+    max_result_chars: int | None = attrs.field(default=None, kw_only=True, validator=_check_cap)
     _validator: jsonschema.protocols.Validator = attrs.field(init=False, repr=False)
 
     @_validator.default  # pyright: ignore[reportAttributeAccessIssue,reportUntypedFunctionDecorator]
@@ -223,6 +232,7 @@ def tool(
     concurrency_safe: bool | Callable[[Mapping[str, Any]], bool] = False,
     interrupt_behavior: InterruptBehavior = "block",
     cancels_siblings_on_error: bool = False,
+    max_result_chars: int | None = None,
     timeout: float | None = None,
 ) -> Callable[[ToolFunction], Tool]: ...
 
@@ -237,6 +247,7 @@ def tool(
     concurrency_safe: bool | Callable[[Mapping[str, Any]], bool] = False,
     interrupt_behavior: InterruptBehavior = "block",
     cancels_siblings_on_error: bool = False,
+    max_result_chars: int | None = None,
     timeout: float | None = None,
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Build a :class:`Tool` from a function, as ``@tool`` or ``@tool(...)``.
@@ -277,6 +288,7 @@ def tool(
             interrupt_behavior=interrupt_behavior,
             cancels_siblings_on_error=cancels_siblings_on_error,
             timeout=timeout,
+            max_result_chars=max_result_chars,
         )
 
     return decorate if fn is None else decorate(fn)

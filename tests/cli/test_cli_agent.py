@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from trio_agent import Message, TextBlock, ToolResultBlock, ToolUseBlock, UserMessage
+from trio_agent import Message, TextBlock, ToolUseBlock, UserMessage
 from trio_agent._cli._main import main
 from trio_agent._session._transcript import TranscriptWriter
 from trio_agent.testing import Faults, ScriptedAnswer, render_sse
@@ -89,7 +89,7 @@ def test_replay_transcript(
 def test_replay_transcript_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "t.jsonl"
     w = TranscriptWriter.open(path, model="m")
-    w.append(UserMessage([ToolResultBlock("x", "y"), TextBlock("go")]))
+    w.append(UserMessage([TextBlock("go")]))  # (a tool_result here would answer nothing)
     w.close()
     assert main(["replay", "--json", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -25,13 +25,13 @@ texts = st.text(max_size=30)
 
 @st.composite
 def turns(draw: st.DrawFn) -> list[UserMessage | AssistantMessage]:
-    """One turn's messages: a prompt, maybe a tool round trip, an answer."""
+    """One turn's messages: a prompt, maybe a tool round trip (a tool_use id used only
+    once in a conversation, as the API's are), an answer."""
     out: list[UserMessage | AssistantMessage] = [UserMessage(draw(texts))]
     if draw(st.booleans()):
-        out.append(
-            AssistantMessage("m1", "x", (ToolUseBlock("toolu_1", "Read", {"p": draw(texts)}),))
-        )
-        out.append(UserMessage((ToolResultBlock("toolu_1", draw(texts)),)))
+        use_id = f"toolu_{draw(st.uuids()).hex}"
+        out.append(AssistantMessage("m1", "x", (ToolUseBlock(use_id, "Read", {"p": draw(texts)}),)))
+        out.append(UserMessage((ToolResultBlock(use_id, draw(texts)),)))
     out.append(AssistantMessage("m2", "x", (TextBlock(draw(texts)),)))
     return out
 

@@ -294,7 +294,7 @@ async def test_unknown_tool_is_answered_at_once(autojump_clock: trio.testing.Moc
         ("raise", "Error: T raised RuntimeError: x blew up"),
         (
             "garbage",
-            "Error: T returned int, expected a str, a list of content blocks or a ToolOutput",
+            "Error: T returned int, expected a str, a list of text / image / document / search_result blocks, or a ToolOutput",
         ),
     ],
 )
@@ -333,7 +333,7 @@ async def test_raise_without_message_and_list_of_blocks() -> None:
         "toolu_1", (TextBlock("a"), TextBlock("b")), is_error=False, started=True
     )
     assert got[2].is_error
-    assert "BadList returned list" in str(got[2].content)
+    assert "BadList returned a list holding str" in str(got[2].content)
 
 
 # -- sibling_error ------------------------------------------------------------------------

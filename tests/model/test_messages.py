@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trio_agent import (
     AssistantMessage,
@@ -201,3 +202,31 @@ def test_any_message_round_trips(message: AssistantMessage) -> None:
     assert AssistantMessage.from_api(data) == message
     assert AssistantMessage.from_api(data).to_api() == data
     assert message_from_api(data) == message
+
+
+@given(
+    extra=st.dictionaries(
+        st.sampled_from(["cache_control", "x_future", "citations_meta"]),
+        st.one_of(st.none(), st.integers(), st.text(max_size=3), st.just({"type": "ephemeral"})),
+        max_size=3,
+    ),
+    kind=st.sampled_from(["text", "thinking", "redacted_thinking", "tool_use", "tool_result"]),
+)
+def test_unknown_keys_of_known_blocks_round_trip(extra: dict[str, Any], kind: str) -> None:
+    """Nothing is dropped: a known block's unknown keys come back from to_api()."""
+    from trio_agent import block_from_api
+
+    base: dict[str, Any] = {
+        "text": {"type": "text", "text": "t"},
+        "thinking": {"type": "thinking", "thinking": "t", "signature": "s"},
+        "redacted_thinking": {"type": "redacted_thinking", "data": "d"},
+        "tool_use": {"type": "tool_use", "id": "t", "name": "n", "input": {}},
+        "tool_result": {
+            "type": "tool_result",
+            "tool_use_id": "t",
+            "content": "c",
+            "is_error": False,
+        },
+    }[kind]
+    data = {**base, **extra}
+    assert block_from_api(data).to_api() == data

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any, Literal, TypeAlias, cast
 
 import attrs
 import trio
 
 from .._exceptions import excerpt
-from .._messages import ContentBlock, ToolUseBlock
+from .._messages import ContentBlock, OpaqueBlock, TextBlock, ToolUseBlock, json_depth
 from .._permissions import Allow, CanUseTool, Defer, Deny, Reject
 from .._tools import ContextModifier, Tool, ToolContext, ToolOutput, plain_json
 from ._results import (
     ToolResult,
     bad_return_message,
+    cap_content,
     invalid_input_message,
     permission_error_message,
     raised_message,
@@ -32,7 +33,12 @@ from ._results import (
 
 __all__ = ["Call", "CallState", "Ran", "Rejected", "check_input", "execute", "read_return"]
 
-_BLOCK_TYPES: tuple[type, ...] = get_args(ContentBlock)
+#: The deepest tool input the executor validates and runs (the stream refuses deeper
+#: input already: ``StreamLimits.max_json_depth``, 100 by default).
+MAX_INPUT_DEPTH = 200
+
+#: The block types the API accepts in ``tool_result`` content (OpaqueBlock: by type).
+RESULT_BLOCK_TYPES = frozenset({"text", "image", "document", "search_result"})
 
 CallState: TypeAlias = Literal["queued", "executing", "finished"]
 
@@ -62,27 +68,58 @@ def check_input(tool: Tool, block: ToolUseBlock) -> tuple[str | None, bool]:
     """
     if block.invalid_input is not None:
         return f"the input is not valid JSON: {excerpt(block.invalid_input)}", False
+    if json_depth(block.input, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
+        # Validation and plain_json() recurse: refuse what would exhaust the stack.
+        return f"the input is nested deeper than {MAX_INPUT_DEPTH} levels", False
     error = tool.validate(block.input)
     if error is not None:
         return error, False
     return None, tool.is_concurrency_safe(plain_json(block.input))
 
 
+def _result_block(item: object) -> bool:
+    if isinstance(item, TextBlock):
+        return True
+    return isinstance(item, OpaqueBlock) and item.type in RESULT_BLOCK_TYPES
+
+
+def _culprit(content: Any) -> tuple[object] | None:
+    """The first item of a returned list that is not a result block (in a 1-tuple,
+    as it may be None), or None if there is none."""
+    if isinstance(content, list | tuple):
+        for item in cast("Sequence[object]", content):
+            if not _result_block(item):
+                return (item,)
+    return None
+
+
+def _describe_return(value: Any) -> str:
+    """What is wrong with a tool's return, by type: ``a ToolOutput holding bytes``."""
+    if isinstance(value, ToolOutput):
+        return f"a ToolOutput holding {_describe_return(value.content)}"
+    culprit = _culprit(value)
+    if culprit is not None:
+        return f"a {type(value).__name__} holding {type(culprit[0]).__name__}"
+    return type(value).__name__
+
+
 def read_return(
     value: Any,
 ) -> tuple[str | tuple[ContentBlock, ...], bool, ContextModifier | None] | None:
     """What a tool's ``run`` returned as (content, is_error, context modifier), or
-    None if it is not a str, a sequence of content blocks or a ToolOutput."""
-    modifier = None
-    is_error = False
-    content: Any = value
+    None if it is not a str, a list of result blocks (text, image, document,
+    search_result: what the API accepts as ``tool_result`` content) or a ToolOutput
+    of one (bytes, a ToolUseBlock, a ToolResultBlock... are not)."""
     if isinstance(value, ToolOutput):
-        content, is_error, modifier = value.content, value.is_error, value.context_modifier
+        content: Any = value.content
+        is_error, modifier = value.is_error, value.context_modifier
+    else:
+        content, is_error, modifier = value, False, None
     if isinstance(content, str):
         return content, is_error, modifier
-    if isinstance(content, Sequence) and all(isinstance(b, _BLOCK_TYPES) for b in content):  # pyright: ignore[reportUnknownVariableType]
-        return tuple(content), is_error, modifier  # pyright: ignore[reportUnknownVariableType]
-    return None
+    if not isinstance(content, list | tuple) or _culprit(content) is not None:
+        return None
+    return tuple(cast("Sequence[ContentBlock]", content)), is_error, modifier
 
 
 @attrs.frozen
@@ -115,9 +152,11 @@ async def execute(
     context: Any,
     report: Callable[[Any], None],
     tool_timeout: float | None = None,
+    max_result_chars: int,
 ) -> Ran | Rejected:
     """Permission, then the tool (setting ``call.started`` as it begins), for at
-    most the tool's own ``timeout`` or else *tool_timeout* seconds."""
+    most the tool's own ``timeout`` or else *tool_timeout* seconds; the result's
+    text is capped at the tool's ``max_result_chars``, else *max_result_chars*."""
     tool, block = call.tool, call.block
     assert tool is not None
     if call.input_error is not None:
@@ -158,8 +197,14 @@ async def execute(
         return _error(call, f"Error: {tool.name} timed out after {limit:g} s", failed=True)
     read = read_return(value)
     if read is None:
-        return _error(call, bad_return_message(block.name, value), failed=True)
+        return _error(
+            call,
+            bad_return_message(block.name, _describe_return(value)),
+            failed=True,
+        )
     content, is_error, modifier = read
+    limit = tool.max_result_chars if tool.max_result_chars is not None else max_result_chars
+    content = cap_content(content, limit)
     result = ToolResult(block.id, content, is_error=is_error, started=True)
     return Ran(result, modifier, failed=is_error)
 

@@ -20,12 +20,9 @@ logs each decision on the ``trio_agent.executor`` logger at DEBUG level.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import math
 from collections import deque
 from collections.abc import Callable, Iterable
-from functools import partial
 from types import TracebackType
 from typing import Any, NoReturn, TypeVar, final
 
@@ -37,7 +34,9 @@ from .._messages import ToolUseBlock
 from .._permissions import CanUseTool
 from .._tools import Tool, check_timeout
 from ._call import Call, CallState, Rejected, check_input, execute
+from ._progress import ProgressChannel
 from ._results import (
+    DEFAULT_MAX_RESULT_CHARS,
     AbortReason,
     ExecutorStatistics,
     ToolFinished,
@@ -77,6 +76,7 @@ def open_tool_executor(
     max_concurrency: int = 10,
     context: Any = None,
     tool_timeout: float | None = None,
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
 ) -> _ExecutorManager:
     """Open a streaming tool executor: tools start while the model still streams.
 
@@ -93,6 +93,8 @@ def open_tool_executor(
             non-safe tools may change it with ``ToolOutput.context_modifier``.
         tool_timeout: seconds a tool may run when it has no ``timeout`` of its
             own; past it the call is answered "timed out after N s".
+        max_result_chars: the most characters of text a result keeps (a tool's own
+            ``max_result_chars`` wins); the rest is cut, with a note saying how much.
 
     Scheduling: a call starts as soon as nothing runs, or it and everything
     running are concurrency-safe, with fewer than *max_concurrency* running.
@@ -122,6 +124,7 @@ def open_tool_executor(
         max_concurrency=max_concurrency,
         context=context,
         tool_timeout=tool_timeout,
+        max_result_chars=max_result_chars,
     )
 
 
@@ -146,8 +149,10 @@ class _ExecutorManager:
         max_concurrency: int,
         context: Any,
         tool_timeout: float | None,
+        max_result_chars: int,
     ) -> None:
         self._tools = tools
+        self._max_result_chars = max_result_chars
         self._turn_scope = turn_scope
         self._can_use_tool = can_use_tool
         self._max_concurrency = max_concurrency
@@ -165,6 +170,8 @@ class _ExecutorManager:
         if self._max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, not {self._max_concurrency}")
         check_timeout(self._tool_timeout, "tool_timeout")
+        if self._max_result_chars < 1:
+            raise ValueError(f"max_result_chars must be at least 1, not {self._max_result_chars}")
         nursery = await self._nursery_manager.__aenter__()
         # The one place that builds an executor (trio's NurseryManager does the same).
         return ToolExecutor._create(  # pyright: ignore[reportPrivateUsage]
@@ -175,6 +182,7 @@ class _ExecutorManager:
             max_concurrency=self._max_concurrency,
             context=self._context,
             tool_timeout=self._tool_timeout,
+            max_result_chars=self._max_result_chars,
             hooks=self._hooks,
         )
 
@@ -299,8 +307,10 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         max_concurrency: int,
         context: Any,
         tool_timeout: float | None,
+        max_result_chars: int,
         hooks: _Hooks,
     ) -> None:
+        self._max_result_chars = max_result_chars
         self._nursery = nursery
         self._tools = tools
         self._turn_scope = turn_scope
@@ -332,9 +342,7 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         self._abort: tuple[AbortReason, str | None] | None = None
 
         self._results = _ResultChannel()
-        send, receive = trio.open_memory_channel[ToolProgress | ToolFinished](math.inf)
-        self._progress_send: trio.MemorySendChannel[ToolProgress | ToolFinished] = send
-        self._progress_receive: trio.MemoryReceiveChannel[ToolProgress | ToolFinished] = receive
+        self._progress = ProgressChannel()
 
     @property
     def results(self) -> trio.abc.ReceiveChannel[ToolResult]:
@@ -345,11 +353,11 @@ class ToolExecutor(metaclass=NoPublicConstructor):
     def progress(self) -> trio.abc.ReceiveChannel[ToolProgress | ToolFinished]:
         """Progress reports and a :class:`ToolFinished` per call, as they happen.
 
-        Unbounded: a tool reporting progress never waits. Items nobody reads stay
-        in memory until the executor is dropped, so read this channel (or
-        ``aclose()`` it: later items are then discarded) when tools report a lot.
+        A tool reporting progress never waits, and memory stays bounded: of the
+        reports of one call not received yet only the latest is kept (its
+        ``dropped`` counts the ones it replaced). ``aclose()`` discards later items.
         """
-        return self._progress_receive
+        return self._progress
 
     @property
     def context(self) -> Any:
@@ -557,7 +565,9 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         assert call.result is None, "a call is finished once"
         call.result = result
         self._set_state(call, "finished")
-        self._send_progress(ToolFinished(result.tool_use_id, result.is_error, result.abort_reason))
+        self._progress.finished(
+            ToolFinished(result.tool_use_id, result.is_error, result.abort_reason)
+        )
         if deliver:
             self._deliver()
 
@@ -615,19 +625,10 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         ):
             self._abort_all(self._outer_reason(None), None)
 
-    def _send_progress(self, item: ToolProgress | ToolFinished) -> None:
-        # Nobody listens any more: progress is advisory, drop it.
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            self._progress_send.send_nowait(item)
-
-    def _report(self, call: Call, data: Any) -> None:
-        if call.result is None:  # never progress after the result
-            self._send_progress(ToolProgress(call.block.id, data))
-
     def _maybe_end(self) -> None:
         if self._adding_closed and self._counts["finished"] == len(self._calls):
             self._results.end()
-            self._progress_send.close()
+            self._progress.end()
 
     async def _run_call(self, call: Call) -> None:
         try:
@@ -638,8 +639,9 @@ class ToolExecutor(metaclass=NoPublicConstructor):
                     call,
                     can_use_tool=self._can_use_tool,
                     context=self._context,
-                    report=partial(self._report, call),
+                    report=self._progress.reporter(call.block.id),
                     tool_timeout=self._tool_timeout,
+                    max_result_chars=self._max_result_chars,
                 )
                 if isinstance(outcome, Rejected):
                     self._reject(call, outcome.message)
@@ -715,4 +717,4 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         self._exited = True
         self._adding_closed = True
         self._results.end()
-        self._progress_send.close()
+        self._progress.end()

@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from .._messages import ContentBlock, ToolResultBlock
+from .._messages import ContentBlock, TextBlock, ToolResultBlock
 
 __all__ = [
     "AbortReason",
@@ -80,10 +80,18 @@ class ToolResult:
 
 @attrs.frozen
 class ToolProgress:
-    """Progress a running tool reported with ``ctx.progress(data)``."""
+    """Progress a running tool reported with ``ctx.progress(data)``.
+
+    Attributes:
+        tool_use_id: the call that reported.
+        data: what it reported.
+        dropped: earlier reports of the same call this one replaced, because they
+            were not received yet (progress is coalesced, so it stays bounded).
+    """
 
     tool_use_id: str
     data: Any
+    dropped: int = attrs.field(default=0, kw_only=True)
 
 
 @attrs.frozen
@@ -149,24 +157,76 @@ def invalid_input_message(name: str, error: str) -> str:
     return f"InputValidationError: {name}: {error}"
 
 
+def describe(exc: BaseException) -> str:
+    """``str(exc)``, even for an exception whose ``__str__`` (and ``__repr__``) raise."""
+    for render in (str, repr):
+        try:
+            return render(exc)
+        except Exception:
+            continue
+    return "(its __str__ and __repr__ raised)"
+
+
 def raised_message(name: str, exc: BaseException) -> str:
     """The error for a tool that raised."""
-    detail = str(exc)
+    detail = describe(exc)
     kind = type(exc).__name__
     return f"Error: {name} raised {kind}: {detail}" if detail else f"Error: {name} raised {kind}"
 
 
-def bad_return_message(name: str, value: object) -> str:
-    """The error for a tool that returned something the model cannot read."""
+def bad_return_message(name: str, what: str) -> str:
+    """The error for a tool that returned something the model cannot read (*what*:
+    its type, e.g. ``bytes`` or ``a list holding ToolUseBlock``)."""
     return (
-        f"Error: {name} returned {type(value).__name__}, "
-        "expected a str, a list of content blocks or a ToolOutput"
+        f"Error: {name} returned {what}, expected a str, a list of text / image / "
+        "document / search_result blocks, or a ToolOutput"
     )
 
 
 def permission_error_message(name: str, exc: BaseException) -> str:
     """The error for a permission check that raised or answered nonsense."""
-    return f"Error: the permission check for {name} failed: {type(exc).__name__}: {exc}"
+    return f"Error: the permission check for {name} failed: {type(exc).__name__}: {describe(exc)}"
+
+
+#: The default cap on a tool result's text, in characters.
+DEFAULT_MAX_RESULT_CHARS = 100_000
+
+
+def truncation_note(total: int, limit: int) -> str:
+    """What the model reads where a result was cut."""
+    return (
+        f"\n\n[Output truncated: {total - limit:,} of {total:,} characters were cut "
+        f"(the limit is {limit:,} characters).]"
+    )
+
+
+def cap_content(
+    content: str | tuple[ContentBlock, ...], limit: int
+) -> str | tuple[ContentBlock, ...]:
+    """*content* with its text cut to *limit* characters, and a note of the cut.
+
+    For a list of blocks the text blocks count (in order); other blocks (images,
+    documents) are kept whole.
+    """
+    if isinstance(content, str):
+        if len(content) <= limit:
+            return content
+        return content[:limit] + truncation_note(len(content), limit)
+    total = sum(len(b.text) for b in content if isinstance(b, TextBlock))
+    if total <= limit:
+        return content
+    room = limit
+    out: list[ContentBlock] = []
+    for block in content:
+        if isinstance(block, TextBlock):
+            if room <= 0:
+                continue
+            if len(block.text) > room:
+                block = TextBlock(block.text[:room])
+            room -= len(block.text)
+        out.append(block)
+    out.append(TextBlock(truncation_note(total, limit).lstrip("\n")))
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=64)  # a cascade words the same message for every sibling

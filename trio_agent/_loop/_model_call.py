@@ -18,7 +18,7 @@ import attrs
 import trio
 
 from .._exceptions import APIError, OverloadedError, StreamError, StreamStalledError
-from .._executor import ToolExecutor, ToolResult, open_tool_executor
+from .._executor import DEFAULT_MAX_RESULT_CHARS, ToolExecutor, ToolResult, open_tool_executor
 from .._messages import (
     AssistantMessage,
     ContentBlock,
@@ -155,6 +155,7 @@ class ModelCaller:
     stall_threshold: float = 30.0
     max_stalls: int | None = None
     tool_input_deltas: bool = True
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
     calls: int = 0
 
     @property
@@ -184,6 +185,7 @@ class ModelCaller:
                     max_concurrency=self.max_tool_concurrency,
                     context=state.context,
                     tool_timeout=self.tool_timeout,
+                    max_result_chars=self.max_result_chars,
                 ) as executor,
                 trio.open_nursery() as nursery,
             ):
@@ -339,10 +341,13 @@ class ModelCaller:
                         await self.send.send(partial)
                 elif isinstance(item, AssistantMessage):
                     for block in item.content:
+                        # The consumer hears of a block before its tool starts, so a
+                        # BaseException from that tool cannot hide a tool_use whose
+                        # side effects happened (the Session records it).
+                        await self.send.send(BlockFinished(index, block))
                         attempt.blocks.append(block)
                         if isinstance(block, ToolUseBlock):
                             executor.add_tool(block)
-                        await self.send.send(BlockFinished(index, block))
                 else:
                     attempt.result = item
                     if item.message.stop_reason == "refusal":

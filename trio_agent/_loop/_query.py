@@ -55,7 +55,7 @@ import attrs
 import trio
 
 from .._exceptions import ApprovalError, OverloadedError, PromptTooLongError, unwrap_single
-from .._executor import AbortReason, summarize_call
+from .._executor import DEFAULT_MAX_RESULT_CHARS, AbortReason, summarize_call
 from .._messages import AssistantMessage, Message, ToolResultBlock, UserMessage
 from .._model import ModelClient, RecoverableModelClient, RetryPolicy
 from .._permissions import Allow, CanUseTool, Defer, Deny, PermissionDecision, Reject
@@ -593,6 +593,7 @@ async def query(
     pending: PendingApprovals | None = None,
     approvals: Mapping[str, PermissionDecision] | None = None,
     tool_input_deltas: bool = True,
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     **params: Any,
 ) -> AsyncGenerator[trio.MemoryReceiveChannel[QueryEvent]]:
     """Run one user turn: stream the model, run its tools, recover, until it ends.
@@ -660,6 +661,9 @@ async def query(
             the *pending* calls; a pending call left out is deferred again.
         tool_input_deltas: send :class:`ToolInputDelta` events (each streaming tool
             call's input, partially parsed, coalesced to linear time); False: none.
+        max_result_chars: the most characters of text a tool result keeps (a tool's
+            own ``max_result_chars`` wins); the rest is cut, with a note of how much,
+            in the history, the transcript and the request alike.
         **params: more Messages API parameters (``temperature``, ``thinking``...).
 
     Yields:
@@ -676,7 +680,7 @@ async def query(
 
     Raises:
         ValueError: ``max_tokens``, ``max_turns``, ``max_tool_concurrency``,
-            ``output_token_cap`` or ``token_budget`` < 1, ``max_stop_hook_blocks``
+            ``output_token_cap``, ``token_budget`` or ``max_result_chars`` < 1, ``max_stop_hook_blocks``
             or ``max_stalls`` < 0, ``stall_threshold`` <= 0.
         ToolDefinitionError: ``tool_timeout`` is not a number of seconds > 0.
         ApprovalError: *approvals* without *pending*, for a call that is not
@@ -702,6 +706,8 @@ async def query(
         raise ValueError(f"max_turns must be at least 1, not {max_turns}")
     if max_tool_concurrency < 1:
         raise ValueError(f"max_tool_concurrency must be at least 1, not {max_tool_concurrency}")
+    if max_result_chars < 1:
+        raise ValueError(f"max_result_chars must be at least 1, not {max_result_chars}")
     send: trio.MemorySendChannel[QueryEvent]
     receive: trio.MemoryReceiveChannel[QueryEvent]
     send, receive = trio.open_memory_channel(0)
@@ -720,6 +726,7 @@ async def query(
         stall_threshold=stall_threshold,
         max_stalls=max_stalls,
         tool_input_deltas=tool_input_deltas,
+        max_result_chars=max_result_chars,
     )
     if retry is None:
         retry = client.retry if isinstance(client, RecoverableModelClient) else RetryPolicy()
@@ -743,9 +750,13 @@ async def query(
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(loop.run, state, pending, approvals)
-            with receive:
+            try:
                 yield receive
-            nursery.cancel_scope.cancel(reason="left the query() block")
+            finally:
+                # Cancel the loop before closing its channel: a send in flight is
+                # then cancelled (abort semantics), never a BrokenResourceError.
+                nursery.cancel_scope.cancel(reason="left the query() block")
+                receive.close()
     except BaseExceptionGroup as group:
         # The nurseries are an implementation detail: one error (the loop's or the
         # consumer's), however deeply nested, is raised as itself.

@@ -121,8 +121,8 @@ class ThinkingDelta:
 class BlockFinished:
     """A content block finished streaming (its ``content_block_stop``).
 
-    Sent for every block; a tool_use block has been handed to the executor by the
-    time this is sent. The block is not yet part of the history: the complete
+    Sent for every block; a tool_use block is handed to the executor as soon as
+    this is received. The block is not yet part of the history: the complete
     :class:`~trio_agent.AssistantMessage` follows when the answer ends.
     """
 

@@ -19,8 +19,8 @@ input size (the official SDK re-parses the partial JSON at every delta).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 
@@ -30,9 +30,12 @@ from .._messages import (
     ContentBlock,
     OpaqueBlock,
     ServerToolUseBlock,
+    TextBlock,
+    ThinkingBlock,
     ToolUseBlock,
     Usage,
     block_from_api,
+    json_depth,
 )
 from ._accumulate_block import (
     DELTA_FIELD,
@@ -47,6 +50,16 @@ from ._errors_http import error_from_event
 
 __all__ = ["AccumulatorStatistics", "MessageAccumulator", "StreamLimits"]
 
+_T = TypeVar("_T")
+
+#: The keys of ``message_delta``'s ``delta`` and event that are not kept as message
+#: fields: everything else (``stop_details``, ``container``, ``context_management``,
+#: what the API adds tomorrow) goes verbatim into ``AssistantMessage.extra``.
+_DELTA_KEYS = frozenset({"stop_reason", "stop_sequence"})
+_EVENT_KEYS = frozenset({"type", "delta", "usage"})
+#: The message's own fields: a message_delta that sets one is a protocol violation.
+_MESSAGE_KEYS = frozenset({"id", "type", "role", "model", "content"})
+
 
 @attrs.frozen
 class StreamLimits:
@@ -56,11 +69,15 @@ class StreamLimits:
         max_event_bytes: the largest ``data`` of one server-sent event, in UTF-8 bytes.
         max_tool_input_bytes: the largest accumulated input JSON of one tool_use block.
         max_blocks: the most content blocks in one message.
+        max_json_depth: the deepest nesting of objects and arrays in a tool input (so
+            that nothing downstream, from validation to the transcript, recurses out
+            of stack).
     """
 
     max_event_bytes: int = 8 * 1024 * 1024
     max_tool_input_bytes: int = 32 * 1024 * 1024
     max_blocks: int = 10_000
+    max_json_depth: int = 100
 
 
 @attrs.frozen
@@ -79,7 +96,24 @@ class AccumulatorStatistics:
 
 
 def _violation(what: str, event: Mapping[str, Any]) -> StreamProtocolError:
-    return StreamProtocolError(f"{what}: {excerpt(repr(event))}")
+    etype = event.get("type")
+    name = etype if isinstance(etype, str) else "an"
+    return StreamProtocolError(f"{name} event: {what}: {excerpt(repr(event))}")
+
+
+def _checked(event: Mapping[str, Any], build: Callable[..., _T], *args: Any) -> _T:
+    """``build(*args)``, its StreamProtocolError (a wrong field) naming *event*."""
+    try:
+        return build(*args)
+    except StreamProtocolError as exc:
+        raise _violation(str(exc), event) from exc
+
+
+def _str_or_none(delta: Mapping[str, Any], key: str, event: Mapping[str, Any]) -> str | None:
+    value = delta.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _violation(f"{key} must be a string or null, not {type(value).__name__}", event)
+    return value
 
 
 class MessageAccumulator:
@@ -101,6 +135,8 @@ class MessageAccumulator:
         self._stop_reason: str | None = None
         self._stop_sequence: str | None = None
         self._usage = Usage()
+        self._extra: Mapping[str, Any] = {}
+        self._tool_ids: set[str] = set()
         self._blocks: list[Block] = []
         self._stopped = False
         self._events = 0  # events fed, except the deltas counted as Block parts
@@ -156,6 +192,7 @@ class MessageAccumulator:
             stop_reason=self._stop_reason,
             stop_sequence=self._stop_sequence,
             usage=self._usage,
+            extra=self._extra,
         )
 
     def statistics(self) -> AccumulatorStatistics:
@@ -235,7 +272,14 @@ class MessageAccumulator:
             raise _violation(f"{etype} after message_stop", event)
         if etype != "message_start" and self._base is None:
             raise _violation(f"{etype} before message_start", event)
-        return handler(self, event)
+        try:
+            return handler(self, event)
+        except (StreamProtocolError, StreamLimitError):
+            raise
+        except Exception as exc:
+            # A net under the checks above: whatever a hostile event does, only typed
+            # errors leave (never TypeError, KeyError, RecursionError...).
+            raise _violation(f"malformed ({type(exc).__name__})", event) from exc
 
     def _message_start(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
         if self._base is not None:
@@ -243,15 +287,21 @@ class MessageAccumulator:
         data = event.get("message")
         if not isinstance(data, Mapping):
             raise _violation("message_start without a message object", event)
-        base = AssistantMessage.from_api(data)
+        base = _checked(event, AssistantMessage.from_api, data)
+        for block in base.content:
+            if isinstance(block, ToolUseBlock | ServerToolUseBlock):
+                # A tool call must stream (content_block_start ... stop) to be run and
+                # answered; one that arrives whole here would go unanswered.
+                raise _violation(f"a {block.type} block in message_start content", event)
         for block in base.content:  # blocks already complete at the start (unusual)
             self._blocks.append(
                 Block(index=len(self._blocks), kind="fixed", start={}, stopped=True, final=block)
             )
-        self._stop_reason, self._stop_sequence, self._usage = (
+        self._stop_reason, self._stop_sequence, self._usage, self._extra = (
             base.stop_reason,
             base.stop_sequence,
             base.usage,
+            base.extra,
         )
         self._base = attrs.evolve(base, content=())
         return []
@@ -287,32 +337,51 @@ class MessageAccumulator:
         start_: Mapping[str, Any] = start  # pyright: ignore[reportUnknownVariableType]
         btype = start_["type"]
         block = Block(index=index, kind="fixed", start=start_)
+        # Validate the start now (every field), not at the stop. Text, thinking and
+        # tool input start empty and grow only by deltas (as claude.ts does).
         if btype == "text":
             block.kind = "text"
-            citations = start_.get("citations")
-            if citations is not None:
-                if not isinstance(citations, list):
-                    raise _violation("text block citations must be a list", event)
-                block.citations = list(citations)
+            text = _checked(event, TextBlock.from_api, {"text": "", **start_})
+            if text.citations is not None:
+                block.citations = list(text.citations)
+            block.extra = text.extra
         elif btype == "thinking":
             block.kind = "thinking"
-            signature = start_.get("signature")
-            block.signature = signature if isinstance(signature, str) else ""
+            thinking = _checked(event, ThinkingBlock.from_api, {"thinking": "", **start_})
+            block.signature = thinking.signature
+            block.extra = thinking.extra
         elif btype in JSON_BLOCK_TYPES or ("input" in start_ and btype != "redacted_thinking"):
             block.kind = "json"
             block.room = self.limits.max_tool_input_bytes // 4
             block.counted = True
+            block.template = _checked(event, block_from_api, {"input": {}, **start_})
+            if isinstance(block.template, ToolUseBlock | ServerToolUseBlock):
+                if block.template.id in self._tool_ids:
+                    # Two calls with one id cannot both be answered: the API would
+                    # refuse the next request.
+                    raise _violation(f"a second tool call with id {block.template.id!r}", event)
+                self._tool_ids.add(block.template.id)
+        elif btype == "compaction":
+            block.kind = "compaction"
+            block.start = dict(start_)  # compaction_delta sets its fields
         else:
-            block.final = block_from_api(start_)
-        # Validate the start now (id, name, ...), not at the stop.
-        if block.kind == "json":
-            block_from_api({**start_, "input": {}})
+            block.final = _checked(event, block_from_api, start_)
+            if btype == "fallback":
+                self._relabel(start_)
         self._blocks.append(block)
         hot = HOT_DELTA.get(block.kind)
         if hot is not None:
             block.hot_type, block.hot_field = hot
             self._hot = block
         return []
+
+    def _relabel(self, fallback: Mapping[str, Any]) -> None:
+        """A ``fallback`` block names the model that now serves the answer (as the
+        non-streaming message says, and the SDK's accumulator does)."""
+        to = fallback.get("to")
+        model = to.get("model") if isinstance(to, Mapping) else None  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(model, str) and self._base is not None:
+            self._base = attrs.evolve(self._base, model=model)
 
     def _content_block_delta(
         self, event: Mapping[str, Any]
@@ -338,6 +407,13 @@ class MessageAccumulator:
             if block.citations is None:
                 block.citations = []
             block.citations.append(citation)
+            return []
+        if dtype == "compaction_delta":
+            # As the SDK does: each field the delta holds replaces the block's.
+            for key in ("content", "encrypted_content"):
+                _str_or_none(delta_, key, event)
+            fields = {k: v for k, v in delta_.items() if k != "type"}
+            block.start = {**block.start, **fields}
             return []
         field = DELTA_FIELD[dtype]
         value = delta_.get(field)
@@ -383,39 +459,67 @@ class MessageAccumulator:
 
     def _finish_json(self, block: Block) -> ContentBlock:
         raw = "".join(block.parts)
+        template = block.template
         parsed: Any
-        try:
-            parsed = strict_loads(raw, f"tool input of block {block.index}") if raw.strip() else {}
-        except ValueError:
-            parsed = None
-        valid = isinstance(parsed, dict)
-        start = block.start
-        if start["type"] == "tool_use":
+        if raw.strip():
+            try:
+                parsed = strict_loads(raw, f"tool input of block {block.index}")
+            except ValueError:
+                parsed = None
+        else:  # no input deltas: the input is what the start held (as in the SDK)
+            parsed = (
+                template.input
+                if isinstance(template, (ToolUseBlock, ServerToolUseBlock))
+                else block.start.get("input", {})
+            )
+        if json_depth(parsed, self.limits.max_json_depth) > self.limits.max_json_depth:
+            raise StreamLimitError(
+                f"content_block_stop event: the input of block {block.index} is nested "
+                f"deeper than max_json_depth={self.limits.max_json_depth}"
+            )
+        valid = isinstance(parsed, Mapping)
+        if isinstance(template, ToolUseBlock):
             if valid:
-                return ToolUseBlock(start["id"], start["name"], parsed)
-            return ToolUseBlock(start["id"], start["name"], {}, invalid_input=raw)
+                return attrs.evolve(template, input=parsed)
+            return attrs.evolve(template, input={}, invalid_input=raw)
         if not valid:
             raise StreamProtocolError(
-                f"{start['type']} block {block.index} has invalid input JSON: {excerpt(raw)}"
+                f"content_block_stop event: {block.start['type']} block {block.index} "
+                f"has invalid input JSON: {excerpt(raw)}"
             )
-        if start["type"] == "server_tool_use":
-            return ServerToolUseBlock(start["id"], start["name"], parsed)
-        return OpaqueBlock({**start, "input": parsed})
+        if isinstance(template, ServerToolUseBlock):
+            return attrs.evolve(template, input=parsed)
+        return OpaqueBlock({**block.start, "input": parsed})
 
     def _message_delta(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
         delta = event.get("delta")
         if not isinstance(delta, Mapping):
             raise _violation("message_delta without a delta object", event)
         delta_: Mapping[str, Any] = delta  # pyright: ignore[reportUnknownVariableType]
-        if "stop_reason" in delta_:
-            self._stop_reason = delta_["stop_reason"]
-        if "stop_sequence" in delta_:
-            self._stop_sequence = delta_["stop_sequence"]
+        stop_reason = _str_or_none(delta_, "stop_reason", event)
+        stop_sequence = _str_or_none(delta_, "stop_sequence", event)
         usage = event.get("usage")
         if usage is not None:
             if not isinstance(usage, Mapping):
                 raise _violation("message_delta usage must be an object", event)
-            self._usage = self._usage.merge_delta(usage)
+            self._usage = _checked(event, self._usage.merge_delta, usage)
+        if "stop_reason" in delta_:
+            self._stop_reason = stop_reason
+        if "stop_sequence" in delta_:
+            self._stop_sequence = stop_sequence
+        # Nothing is dropped: every other field is kept verbatim on the message (a
+        # null does not erase what an earlier event set, as in the SDK).
+        extra = dict(self._extra)
+        for fields, known in ((delta_, _DELTA_KEYS), (event, _EVENT_KEYS)):
+            for key, value in fields.items():
+                if key in known:
+                    continue
+                if key in _MESSAGE_KEYS:
+                    raise _violation(f"message_delta may not set the message's {key!r}", event)
+                if value is not None or key not in extra:
+                    extra[key] = value
+        if extra != self._extra:
+            self._extra = extra
         return []
 
     def _message_stop(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:

@@ -75,6 +75,10 @@ class Block:
     folded: int = 0
     signature: str = ""
     citations: list[Mapping[str, Any]] | None = None
+    #: The unknown keys of the start (text and thinking blocks keep them).
+    extra: Mapping[str, Any] = attrs.field(factory=lambda: dict[str, Any]())
+    #: The block the start describes, with the input of its start (tool uses).
+    template: ContentBlock | None = None
     stopped: bool = False
     final: ContentBlock | None = None
 
@@ -93,9 +97,11 @@ class Block:
             return self.final
         if self.kind == "text":
             citations = None if self.citations is None else tuple(self.citations)
-            return TextBlock(self.text(), citations)
+            return TextBlock(self.text(), citations, extra=self.extra)
         if self.kind == "thinking":
-            return ThinkingBlock(self.text(), self.signature)
+            return ThinkingBlock(self.text(), self.signature, extra=self.extra)
+        if self.kind == "compaction":
+            return block_from_api(self.start)
         # Tool input is only parsed at the block's stop; until then it is {}.
         start = dict(self.start)
         if "input" in start:
@@ -122,4 +128,5 @@ DELTA_KIND = {
     "thinking_delta": "thinking",
     "signature_delta": "thinking",
     "input_json_delta": "json",
+    "compaction_delta": "compaction",
 }

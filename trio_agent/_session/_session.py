@@ -22,12 +22,15 @@ import attrs
 import trio
 
 from .._exceptions import ApprovalError
+from .._executor import ToolResult
 from .._loop import (
+    BlockFinished,
     Compacted,
     Compactor,
     PendingApprovals,
     QueryEvent,
     StopHook,
+    Transition,
     TurnControl,
     TurnEnd,
     check_approvals,
@@ -103,6 +106,8 @@ class Session:
         max_tool_concurrency: at most this many tools at once.
         tool_timeout: seconds a tool without its own ``timeout`` may run; past it
             the call is answered "timed out after N s" (None: no limit).
+        max_result_chars: the most characters of text a tool result keeps (a tool's
+            own ``max_result_chars`` wins); the rest is cut with a note.
         params: more Messages API parameters (``temperature``, ``thinking``...).
         messages: the history to start from (see :meth:`resume`).
         pending: the calls of the last message of *messages* that await approval
@@ -132,6 +137,7 @@ class Session:
     tool_timeout: float | None = attrs.field(
         default=None, kw_only=True, validator=_check_tool_timeout
     )
+    max_result_chars: int = attrs.field(default=100_000, kw_only=True)
     params: Mapping[str, Any] = attrs.field(factory=dict[str, Any], kw_only=True)
     context: Any = attrs.field(default=None, kw_only=True)
     token_budget: int | None = attrs.field(default=None, kw_only=True)
@@ -146,6 +152,13 @@ class Session:
     _control: TurnControl | None = attrs.field(default=None, init=False)
     _busy: bool = attrs.field(default=False, init=False)
     _pending: PendingApprovals | None = attrs.field(default=None, kw_only=True, alias="pending")
+    # What the running answer sent so far that the history has not recorded yet: its
+    # finished blocks, and the results of its finished tools. A turn that ends
+    # without its TurnEnd (the consumer left, a tool raised KeyboardInterrupt...)
+    # keeps them, so a resumed session knows what happened.
+    _turn_blocks: list[ContentBlock] = attrs.field(factory=list[ContentBlock], init=False)
+    _turn_results: dict[str, ToolResult] = attrs.field(factory=dict[str, ToolResult], init=False)
+    _turn_ended: bool = attrs.field(default=False, init=False)
 
     @classmethod
     def resume(
@@ -307,6 +320,7 @@ class Session:
             check_approvals(self._messages, pending, approvals)
         self._busy = True
         self._turn_usage = Usage()
+        self._turn_blocks, self._turn_results, self._turn_ended = [], {}, False
         try:
             if prompt is not None:
                 self._record(UserMessage(prompt if isinstance(prompt, str) else tuple(prompt)))
@@ -317,7 +331,26 @@ class Session:
             self._busy = False
             # TurnEnd's total, or (a turn left early) what its answers reported.
             self._usage = self._usage + self._turn_usage
+            if not self._turn_ended:
+                self._keep_partial()
             self._finish_turn()
+
+    def _keep_partial(self) -> None:
+        """Record what a turn cut short had finished: the blocks of its last answer
+        (text, every finished tool_use) and the results of its finished tools; the
+        rest of its tool uses get "interrupted" results from :meth:`_finish_turn`."""
+        if self._turn_blocks:
+            self._record(
+                AssistantMessage(
+                    id="msg_interrupted", model=self.model, content=tuple(self._turn_blocks)
+                )
+            )
+        last = self._messages[-1] if self._messages else None
+        if isinstance(last, AssistantMessage):
+            done = [self._turn_results[u.id] for u in last.tool_uses if u.id in self._turn_results]
+            if done:
+                self._record(UserMessage(tuple(r.to_block() for r in done)))
+        self._turn_blocks, self._turn_results = [], {}
 
     def _finish_turn(self) -> None:
         # Whatever happened (an early exit, an error), the history stays valid;
@@ -367,6 +400,7 @@ class Session:
                 auto_compact=self.auto_compact,
                 pending=pending,
                 approvals=approvals,
+                max_result_chars=self.max_result_chars,
                 **self.params,
             ) as events,
             _observed(events, self._on_event) as observed,
@@ -380,9 +414,19 @@ class Session:
             self._record(event)
             if isinstance(event, AssistantMessage):
                 self._turn_usage = self._turn_usage + event.usage
+                self._turn_blocks = []
+            else:
+                self._turn_results = {}
+        elif isinstance(event, BlockFinished):
+            self._turn_blocks.append(event.block)
+        elif isinstance(event, ToolResult):
+            self._turn_results[event.tool_use_id] = event
+        elif isinstance(event, Transition):
+            self._turn_blocks, self._turn_results = [], {}  # a new model call
         elif isinstance(event, Compacted):
             self._replace(event.messages)
         elif isinstance(event, TurnEnd):
+            self._turn_ended = True
             self._turn_usage = event.usage  # every call, dropped attempts included
             self.context = event.context
             final = list(event.messages)

@@ -44,6 +44,7 @@ from .._messages import (
     TextBlock,
     ToolResultBlock,
     UserMessage,
+    json_depth,
     message_from_api,
 )
 
@@ -59,6 +60,9 @@ __all__ = [
 INTERRUPTED_TOOL_MESSAGE: Final = "interrupted: the session ended before this tool finished"
 
 _VERSION: Final = 1
+#: The deepest nesting a record may have: a tool input's limit (``StreamLimits``),
+#: plus the levels of the record, message and block around it.
+_MAX_DEPTH: Final = 128
 
 
 def _line(record: Mapping[str, Any]) -> bytes:
@@ -203,6 +207,10 @@ def _parse_line(raw: bytes, lineno: int) -> Mapping[str, Any]:
         raise TranscriptError(f"line {lineno}: not JSON ({exc}): {excerpt(raw)}") from exc
     if not isinstance(record, dict):
         raise TranscriptError(f"line {lineno}: not a JSON object: {excerpt(raw)}")
+    if json_depth(record, _MAX_DEPTH) > _MAX_DEPTH:
+        # Parsed, but deep enough to make the code that walks it (to_api(), a
+        # request) recurse out of stack later: refuse it now, naming the line.
+        raise TranscriptError(f"line {lineno}: nested deeper than {_MAX_DEPTH} levels")
     return record  # pyright: ignore[reportUnknownVariableType]
 
 
@@ -235,6 +243,38 @@ def _history(record: Mapping[str, Any], lineno: int, raw: bytes) -> list[Message
     return out
 
 
+def _check_pairing(messages: Sequence[Message], lines: Sequence[int]) -> None:
+    """What no crash can do and :func:`repair_history` cannot mend, named by line: a
+    tool_use id used twice, a tool_result answering no tool_use of the assistant
+    turn just before it (or answering one twice), a history starting with an answer."""
+    seen: set[str] = set()
+    asked: set[str] = set()  # the tool_use ids of the assistant turn just before
+    answered: set[str] = set()
+    asked_at = 0  # the line of that turn's first answer
+    previous: str | None = None
+    for message, lineno in zip(messages, lines, strict=True):
+        if isinstance(message, AssistantMessage):
+            if previous is None:
+                raise TranscriptError(f"line {lineno}: the history starts with an answer")
+            if previous != "assistant":
+                asked, answered, asked_at = set[str](), set[str](), lineno
+            for use in message.tool_uses:
+                if use.id in seen:
+                    raise TranscriptError(f"line {lineno}: tool_use id {use.id!r} is used twice")
+                seen.add(use.id)
+                asked.add(use.id)
+        else:
+            for result in message.tool_results:
+                tid = result.tool_use_id
+                if tid not in asked or tid in answered:
+                    raise TranscriptError(
+                        f"line {lineno}: a tool_result for {tid!r} answers no tool_use "
+                        f"of the answer before it (line {asked_at})"
+                    )
+                answered.add(tid)
+        previous = message.role
+
+
 def read_transcript(path: str | os.PathLike[str]) -> Transcript:
     """Read a transcript file back into a valid history.
 
@@ -253,6 +293,7 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
     model: str | None = None
     system: Any = None
     messages: list[Message] = []
+    lines: list[int] = []  # the line of each message
     valid_length = 0
     pending: PendingApprovals | None = None
     torn = False
@@ -278,15 +319,18 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
             system = record.get("system")
         elif kind in ("user", "assistant"):
             messages.append(_record_message(record, lineno, raw))
+            lines.append(lineno)
             pending = None
         elif kind == "history":
             messages = _history(record, lineno, raw)
+            lines = [lineno] * len(messages)
             pending = None
         elif kind == "pending":
             try:
                 pending = PendingApprovals.from_api(record.get("pending"))
             except TranscriptError as exc:
                 raise TranscriptError(f"line {lineno}: {exc}") from exc
+    _check_pairing(messages, lines)
     held: list[Message] = []
     if pending is not None and messages and pending.belongs_to(messages[-1]):
         held = [messages.pop()]  # its calls wait for approval: not repaired

@@ -89,14 +89,15 @@ def _block_deltas(block: ContentBlock, timing: Timing) -> list[dict[str, Any]]:
 def _block_start(block: ContentBlock) -> dict[str, Any]:
     """The ``content_block`` of a ``content_block_start``: the block with empty fields."""
     if isinstance(block, TextBlock):
-        start: dict[str, Any] = {"type": "text", "text": ""}
+        start: dict[str, Any] = {"type": "text", "text": "", **_plain(block.extra)}
         if block.citations is not None:
             start["citations"] = []
         return start
     if isinstance(block, ThinkingBlock):
-        return {"type": "thinking", "thinking": "", "signature": ""}
+        return {"type": "thinking", "thinking": "", "signature": "", **_plain(block.extra)}
     if isinstance(block, ToolUseBlock | ServerToolUseBlock):
-        return {"type": block.type, "id": block.id, "name": block.name, "input": {}}
+        # Everything but the input (caller, unknown keys) arrives in the start.
+        return {**block.to_api(), "input": {}}
     if isinstance(block, RedactedThinkingBlock):
         return block.to_api()
     # Opaque and other blocks arrive whole in their start event.

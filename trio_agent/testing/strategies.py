@@ -14,9 +14,10 @@ Example::
 from __future__ import annotations
 
 import itertools
+import json
 import string
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
 
 try:
     from hypothesis import strategies as st
@@ -48,6 +49,7 @@ __all__ = [
     "framings",
     "json_objects",
     "line_endings",
+    "mutated_event_streams",
     "scripted_answers",
     "texts",
     "timings",
@@ -344,3 +346,89 @@ def event_streams(
     ``messages=st.just(message)``.
     """
     return _event_streams(messages if messages is not None else assistant_messages())
+
+
+#: Values of the wrong JSON type for almost any field of an event.
+_HOSTILE = st.one_of(
+    st.integers(-3, 3),
+    st.just(2**70),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=5),
+    st.lists(st.text(max_size=3), max_size=3),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.just({"type": ["text"]}),
+    st.just([{"type": "text"}]),
+    st.just({"type": "text", "text": 1}),
+    st.just({"type": "tool_result", "tool_use_id": "t", "content": 5}),
+)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a value inside *value* (dict keys and list indexes)."""
+    out: list[tuple[Any, ...]] = []
+    items: Iterable[tuple[Any, Any]] = ()
+    if isinstance(value, dict):
+        items = cast("dict[Any, Any]", value).items()
+    elif isinstance(value, list):
+        items = enumerate(cast("list[Any]", value))
+    for key, inner in items:
+        out.append((*prefix, key))
+        out.extend(_paths(inner, (*prefix, key)))
+    return out
+
+
+def _mutate(draw: st.DrawFn, events: list[Any]) -> None:
+    how = draw(st.sampled_from(["replace", "delete", "nest", "swap", "repeat", "drop"]))
+    i = draw(st.integers(0, len(events) - 1))
+    if how == "swap":
+        j = draw(st.integers(0, len(events) - 1))
+        events[i], events[j] = events[j], events[i]
+    elif how == "repeat":
+        events.insert(i, json.loads(json.dumps(events[i])))
+    elif how == "drop":
+        if len(events) > 1:
+            del events[i]
+    else:
+        targets = _paths(events[i])
+        if not targets:
+            return
+        path = draw(st.sampled_from(targets))
+        parent: Any = events[i]
+        for step in path[:-1]:
+            parent = parent[step]
+        key = path[-1]
+        if how == "replace":
+            parent[key] = draw(_HOSTILE)
+        elif how == "nest":
+            parent[key] = draw(st.sampled_from([[parent[key]], {"v": parent[key]}]))
+        else:
+            del parent[key]
+
+
+@st.composite
+def _mutated_event_streams(
+    draw: st.DrawFn, streams: st.SearchStrategy[list[dict[str, Any]]], max_mutations: int
+) -> list[Any]:
+    events: list[Any] = json.loads(json.dumps(draw(streams)))
+    for _ in range(draw(st.integers(1, max_mutations))):
+        _mutate(draw, events)
+    return events
+
+
+def mutated_event_streams(
+    *, streams: st.SearchStrategy[list[dict[str, Any]]] | None = None, max_mutations: int = 3
+) -> st.SearchStrategy[list[Any]]:
+    """Valid event streams (:func:`event_streams`) broken in 1 to *max_mutations* ways.
+
+    Each mutation is one of: a value anywhere replaced by one of the wrong JSON type
+    (an int for a list, a list of strings for citations, strings for usage counts, a
+    list as a block ``type``...), a key deleted, a value nested one level deeper,
+    two events swapped, an event repeated, an event dropped. Some results are still
+    valid streams; most are not. For proving that only typed errors come out.
+    """
+    return _mutated_event_streams(
+        streams if streams is not None else event_streams(), max_mutations
+    )

@@ -1,0 +1,183 @@
+"""Turns never raise for bad data: any malformed answer ends the turn with
+``TurnEnd(reason="error")`` and a valid history, every tool_use answered.
+
+The real client over ScriptedModel (RawAnswer: the exact bytes), in virtual time,
+under a leak check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+import trio
+from hypothesis import given, settings
+
+from trio_agent import (
+    AnthropicClient,
+    RetryPolicy,
+    StreamLimitError,
+    StreamProtocolError,
+    TextBlock,
+    Tool,
+    ToolContext,
+    ToolUseBlock,
+    TurnEnd,
+    UserMessage,
+    query,
+)
+from trio_agent.testing import (
+    LeakCheck,
+    RawAnswer,
+    ScriptedAnswer,
+    ScriptedModel,
+    check_history,
+    run_virtual,
+    serve_scripted_model,
+)
+from trio_agent.testing import strategies as tst
+
+
+def raw(events: list[Any]) -> bytes:
+    return b"".join(b"event: e\ndata: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def tools(ran: list[str], delay: float = 1.0) -> list[Tool]:
+    async def run(input: Mapping[str, Any], ctx: ToolContext) -> str:
+        ran.append(ctx.tool_use_id)
+        await trio.sleep(delay)
+        return "ok"
+
+    return [
+        Tool(name, "d", {"type": "object"}, run, concurrency_safe=True)
+        for name in ("Read", "Write", "Bash", "Grep", "Glob", "WebFetch", "mcp__srv__do_it")
+    ]
+
+
+async def turn(
+    answers: list[Any], *, loopback: bool = False
+) -> tuple[list[Any], TurnEnd, list[str]]:
+    model = ScriptedModel([*answers, *[ScriptedAnswer(blocks=[TextBlock("done")])] * 3])
+    ran: list[str] = []
+    events: list[Any] = []
+    with LeakCheck(models=[model], processes=False, fds=False):
+        async with contextlib.AsyncExitStack() as stack:
+            if loopback:  # a real HTTP/1.1 server on a loopback socket, real time
+                base_url = await stack.enter_async_context(serve_scripted_model(model))
+                client: Any = AnthropicClient(
+                    api_key="test", base_url=base_url, retry=RetryPolicy(max_retries=0)
+                )
+            else:
+                client = model.client()
+            await one_turn(client, tools(ran, 0.0 if loopback else 1.0), events)
+    end = events[-1]
+    assert isinstance(end, TurnEnd)
+    check_history(end.messages)
+    return events, end, ran
+
+
+async def one_turn(client: Any, tools: list[Tool], events: list[Any]) -> None:
+    async with query(
+        client, [UserMessage("go")], tools=tools, model="m", max_tokens=100, max_turns=3
+    ) as stream:
+        async for event in stream:
+            events.append(event)
+
+
+@settings(max_examples=40, deadline=None)
+@given(events=tst.mutated_event_streams())
+def test_a_malformed_answer_ends_the_turn_never_raises(events: list[Any]) -> None:
+    _, end, _ = run_virtual(lambda: turn([RawAnswer(chunks=[(0.0, raw(events))])]))
+    if end.reason == "error":
+        assert end.error is not None
+
+
+@settings(max_examples=10, deadline=None)
+@given(events=tst.mutated_event_streams())
+def test_a_malformed_answer_over_a_loopback_server_ends_the_turn(events: list[Any]) -> None:
+    _, end, _ = trio.run(lambda: turn([RawAnswer(chunks=[(0.0, raw(events))])], loopback=True))
+    if end.reason == "error":
+        assert end.error is not None
+
+
+def _start(content: list[Any] | None = None) -> dict[str, Any]:
+    return {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": content or [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        },
+    }
+
+
+def _tool(index: int, tool_id: str, partial_json: str = '{"p": 1}') -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "content_block_start",
+            "index": index,
+            "content_block": {"type": "tool_use", "id": tool_id, "name": "Read", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": index,
+            "delta": {"type": "input_json_delta", "partial_json": partial_json},
+        },
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
+_END = [
+    {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}},
+    {"type": "message_stop"},
+]
+_DEEP = '{"a": ' + "[" * 5000 + "]" * 5000 + "}"
+
+
+@pytest.mark.parametrize(
+    ("events", "error", "match"),
+    [
+        ([_start(), *_tool(0, "t1"), *_tool(1, "t1"), *_END], StreamProtocolError, "second tool"),
+        (
+            [_start([{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]), *_END],
+            StreamProtocolError,
+            "tool_use block in message_start",
+        ),
+        ([_start(), *_tool(0, "t1"), *_tool(1, "t2", _DEEP), *_END], StreamLimitError, "nested"),
+        (
+            [_start(), *_tool(0, "t1"), *_tool(1, "t2", '{"a": ' + "[" * 150 + "]" * 150 + "}")],
+            StreamLimitError,
+            "max_json_depth",
+        ),
+    ],
+    ids=["duplicate tool_use ids", "tool_use in message_start", "deep input", "deeper than limit"],
+)
+async def test_malformed_answers_end_the_turn_with_an_error(
+    autojump_clock: Any, events: list[Any], error: type[Exception], match: str
+) -> None:
+    stream, end, ran = await turn([RawAnswer(chunks=[(0.0, raw(events))])])
+    assert end.reason == "error"
+    assert isinstance(end.error, error)
+    assert match in str(end.error)
+    # Every tool_use in the history is answered (check_history) and none ran twice.
+    uses = [b.id for m in end.messages for b in getattr(m, "tool_uses", ())]
+    assert len(uses) == len(set(uses))
+    assert len(ran) == len(set(ran))
+    assert any(isinstance(e, TurnEnd) for e in stream)
+
+
+async def test_the_tool_before_a_bad_block_is_answered(autojump_clock: Any) -> None:
+    """A tool that started before the malformed block keeps its place in the history."""
+    events = [_start(), *_tool(0, "t1"), *_tool(1, "t1"), *_END]
+    _, end, ran = await turn([RawAnswer(chunks=[(0.0, raw(events))])])
+    (use,) = [b for m in end.messages for b in getattr(m, "tool_uses", ())]
+    assert use == ToolUseBlock("t1", "Read", {"p": 1})
+    assert ran in ([], ["t1"])
