@@ -16,6 +16,7 @@ from trio_agent.testing import (
     DroppedConnection,
     Faults,
     HTTPErrorAnswer,
+    RawAnswer,
     ScriptedAnswer,
     ScriptedModel,
     Timing,
@@ -466,15 +467,11 @@ async def test_consumer_leaving_early_closes_the_stream(autojump_clock: Any, api
     ],
 )
 async def test_protocol_violations_are_typed(autojump_clock: Any, data: bytes) -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=data)
-
-    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    client = ta.OpenAIClient(
-        api_key="k", base_url="http://x/v1", http_client=http, retry=ta.RetryPolicy.never()
-    )
+    model = scripted("responses", [RawAnswer(chunks=[(0.0, data)])])
     with pytest.raises(ta.StreamProtocolError):
-        await collect(client)
+        await collect(client_for(model, "responses", retry=ta.RetryPolicy.never()))
+    assert len(model.requests) == 1
+    assert model.open_streams == 0
 
 
 async def test_real_socket_integration() -> None:

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import trio_agent as ta
+from trio_agent.testing import RawAnswer, ScriptedModel
 
 _TYPES = [
     "response.created",
@@ -82,11 +83,10 @@ def test_any_stream_gives_a_message_or_a_typed_error(api: Any, stream: list[Any]
         b"data: " + (e if isinstance(e, str) else json.dumps(e)).encode() + b"\n\n" for e in stream
     )
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+    model = ScriptedModel([RawAnswer(chunks=[(0.0, body)])])
 
     async def main() -> None:
-        http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        http = httpx.AsyncClient(transport=model.transport())
         client = ta.OpenAIClient(
             api_key="k",
             base_url="http://x/v1",
@@ -105,3 +105,5 @@ def test_any_stream_gives_a_message_or_a_typed_error(api: Any, stream: list[Any]
             pass
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert len(model.requests) == 1  # the stream was really asked for and read
+    assert model.open_streams == 0

@@ -130,6 +130,26 @@ async def test_dropped_connection_and_delayed_error_on_a_real_socket() -> None:
     assert len(model.requests) == 3
 
 
+async def test_a_scripted_transport_error_drops_a_real_socket() -> None:
+    from trio_agent.testing import DroppedConnection
+
+    # On a socket there is no exception to raise: the connection just closes.
+    model = ScriptedModel([DroppedConnection(error=httpx.ConnectError), ANSWER])
+    async with (
+        serve_scripted_model(model) as base_url,
+        httpx.AsyncClient(base_url=base_url) as client,
+    ):
+        with pytest.raises(httpx.RemoteProtocolError):
+            await client.post("/v1/messages", json={})
+        ok = await client.post("/v1/messages", json={})
+    assert ok.content == render_sse(ANSWER)
+    times = [r.time for r in model.requests]
+    assert len(times) == 2
+    assert times[0] is not None
+    assert times[1] is not None
+    assert times[0] <= times[1]  # arrival times on the Trio clock, in order
+
+
 async def test_stall_pings_on_a_real_socket() -> None:
     answer = ScriptedAnswer(
         blocks=[TextBlock("a")],

@@ -185,6 +185,97 @@ async def test_dropped_connection(autojump_clock: Any) -> None:
     assert model.open_streams == 0
 
 
+async def test_requests_record_their_arrival_in_virtual_time(autojump_clock: Any) -> None:
+    model = ScriptedModel([HTTPErrorAnswer(status=529), _answer()])
+    async with httpx.AsyncClient(transport=model.transport()) as client:
+        await trio.sleep(1.25)
+        await client.post(URL, json={})
+        await trio.sleep(2.5)
+        await client.post(URL, json={"stream": True})
+    assert [r.time for r in model.requests] == [1.25, 3.75]
+
+
+def test_a_request_recorded_outside_trio_has_no_time() -> None:
+    from trio_agent.testing import ScriptedRequest
+
+    model = ScriptedModel([HTTPErrorAnswer(status=500)])
+    response = model.respond("POST", "/v1/messages", [], b"{}")
+    assert response.status == 500
+    assert model.requests[0].time is None
+    assert ScriptedRequest.build("POST", "/", [], b"").time is None
+    assert ScriptedRequest.build("POST", "/", [], b"", time=2.0).time == 2.0
+
+
+@pytest.mark.parametrize(
+    "error", [httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadTimeout, httpx.ReadError]
+)
+async def test_dropped_connection_raises_the_scripted_transport_error(
+    autojump_clock: Any, error: type[httpx.TransportError]
+) -> None:
+    from trio_agent.testing import DroppedConnection
+
+    model = ScriptedModel([DroppedConnection(error=error, delay=2.0), _answer()])
+    async with httpx.AsyncClient(transport=model.transport()) as client:
+        with pytest.raises(error, match=f"scripted {error.__name__}") as info:
+            await client.post(URL, json={})
+        assert type(info.value) is error
+        assert info.value.request.url == URL
+        assert trio.current_time() == 2.0
+        response = await client.post(URL, json={})
+    assert response.status_code == 200
+    assert [r.time for r in model.requests] == [0.0, 2.0]  # the failed attempt counts
+
+
+@pytest.mark.parametrize(
+    "bad", [ValueError, httpx.HTTPStatusError, "ConnectError", httpx.ConnectError("x"), None]
+)
+def test_dropped_connection_error_must_be_a_transport_error(bad: Any) -> None:
+    from trio_agent.testing import DroppedConnection
+
+    assert DroppedConnection().error is httpx.RemoteProtocolError
+    with pytest.raises(TypeError, match=r"httpx\.TransportError subclass"):
+        DroppedConnection(error=bad)
+
+
+async def test_a_none_header_leaves_a_default_out(autojump_clock: Any) -> None:
+    from trio_agent.testing import RawAnswer
+
+    model = ScriptedModel(
+        [
+            HTTPErrorAnswer(status=400, headers={"Request-Id": None, "x-extra": "1"}),
+            RawAnswer(chunks=[(0.0, b": hi\n\n")], headers={"content-type": None}),
+            _answer(headers={"cache-control": None, "request-id": "req_mine"}),
+        ]
+    )
+    async with httpx.AsyncClient(transport=model.transport()) as client:
+        error = await client.post(URL, json={})
+        raw = await client.post(URL, json={})
+        ok = await client.post(URL, json={"stream": True})
+    assert "request-id" not in error.headers
+    assert error.headers["x-extra"] == "1"
+    assert error.headers["content-type"] == "application/json"
+    assert error.json()["request_id"] == "req_scripted_1"  # the body still names it
+    assert "content-type" not in raw.headers
+    assert raw.headers["request-id"] == "req_scripted_2"
+    assert "cache-control" not in ok.headers
+    assert ok.headers["request-id"] == "req_mine"
+    assert ok.headers["content-type"].startswith("text/event-stream")
+
+
+async def test_client_base_url_shows_in_host_and_path(autojump_clock: Any) -> None:
+    from trio_agent import UserMessage
+
+    model = ScriptedModel([_answer()])
+    client = model.client(base_url="https://api.test/prefix", api_key="sk-x")
+    assert client.base_url == "https://api.test/prefix"
+    async with client.stream(model="m", max_tokens=5, messages=[UserMessage("hi")]) as items:
+        async for _ in items:
+            pass
+    (request,) = model.requests
+    assert (request.headers["host"], request.path) == ("api.test", "/prefix/v1/messages")
+    assert request.headers["x-api-key"] == "sk-x"
+
+
 def test_error_bodies_per_status() -> None:
     def error(status: int) -> Any:
         return json.loads(HTTPErrorAnswer(status=status).render_body("req_1"))["error"]

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
 import attrs
+import httpx
 
 from .._messages import (
     AssistantMessage,
@@ -136,7 +137,8 @@ class ScriptedAnswer:
         model: The model name in ``message_start``.
         message_id: Defaults to a ``msg_scripted_...`` id derived from the content.
         extra: Extra top-level message keys, sent in ``message_start``.
-        headers: Extra response headers.
+        headers: Extra response headers; a ``None`` value leaves out a default one
+            (``{"request-id": None}``).
         timing: See :class:`Timing`.
         faults: See :class:`Faults`.
     """
@@ -148,7 +150,9 @@ class ScriptedAnswer:
     model: str = "claude-scripted"
     message_id: str | None = None
     extra: Mapping[str, Any] = attrs.field(factory=dict[str, Any], converter=_frozen_mapping)
-    headers: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=_frozen_mapping)
+    headers: Mapping[str, str | None] = attrs.field(
+        factory=dict[str, str | None], converter=_frozen_mapping
+    )
     timing: Timing = attrs.field(factory=Timing)
     faults: Faults = attrs.field(factory=Faults)
 
@@ -258,14 +262,17 @@ class HTTPErrorAnswer:
 
     Attributes:
         status: The HTTP status code (a 200 here is a non-SSE 200, a protocol error).
-        headers: Response headers; ``request-id`` and ``content-type`` default sensibly.
+        headers: Response headers; ``request-id`` and ``content-type`` default sensibly
+            (a ``None`` value leaves the default out: ``{"request-id": None}``).
         body: A JSON object, raw bytes, or ``None`` for the Messages API error JSON
             matching *status* (``{"type": "error", "error": {...}, "request_id": ...}``).
         delay: Seconds before the response headers are sent.
     """
 
     status: int = attrs.field()
-    headers: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=_frozen_mapping)
+    headers: Mapping[str, str | None] = attrs.field(
+        factory=dict[str, str | None], converter=_frozen_mapping
+    )
     body: Mapping[str, Any] | bytes | None = attrs.field(default=None, converter=_body)
     delay: float = attrs.field(default=0.0, validator=_non_negative)
 
@@ -297,11 +304,26 @@ class DroppedConnection:
     In process this raises ``httpx.RemoteProtocolError`` (what httpx raises when a real
     server does it); on the loopback server the socket really closes.
 
+    *error* scripts other transport failures in process: ``httpx.ConnectError`` (a
+    refused connection), ``httpx.ConnectTimeout``, ``httpx.ReadTimeout``... The request
+    is still recorded. The loopback server closes the socket whatever *error* says.
+
+    Example::
+
+        ScriptedModel([DroppedConnection(error=httpx.ConnectError), ScriptedAnswer(...)])
+
     Attributes:
         delay: Seconds before the connection drops.
+        error: The ``httpx.TransportError`` subclass the in-process transport raises.
     """
 
     delay: float = attrs.field(default=0.0, validator=_non_negative)
+    error: type[httpx.TransportError] = attrs.field(default=httpx.RemoteProtocolError)
+
+    @error.validator  # pyright: ignore[reportUntypedFunctionDecorator, reportAttributeAccessIssue]
+    def _check_error(self, _: attrs.Attribute[Any], value: object) -> None:
+        if not (isinstance(value, type) and issubclass(value, httpx.TransportError)):
+            raise TypeError(f"error must be an httpx.TransportError subclass, got {value!r}")
 
 
 def _chunks(value: Sequence[tuple[float, bytes]]) -> tuple[tuple[float, bytes], ...]:
@@ -317,7 +339,7 @@ class RawAnswer:
         chunks: ``(delay, data)`` pairs: sleep *delay* seconds, then send *data*.
         status: The HTTP status code.
         headers: Response headers (``content-type: text/event-stream`` and a
-            ``request-id`` by default).
+            ``request-id`` by default; a ``None`` value leaves a default out).
         disconnect: Drop the connection after the last chunk (in process:
             ``httpx.ReadError``) instead of ending the body cleanly.
         delay: Seconds before the response headers are sent.
@@ -325,7 +347,9 @@ class RawAnswer:
 
     chunks: tuple[tuple[float, bytes], ...] = attrs.field(converter=_chunks)
     status: int = 200
-    headers: Mapping[str, str] = attrs.field(factory=dict[str, str], converter=_frozen_mapping)
+    headers: Mapping[str, str | None] = attrs.field(
+        factory=dict[str, str | None], converter=_frozen_mapping
+    )
     disconnect: bool = False
     delay: float = attrs.field(default=0.0, validator=_non_negative)
 

@@ -47,6 +47,9 @@ class ScriptedRequest:
         headers: Header names in lower case (repeated headers joined by ``", "``).
         content: The raw request body.
         body: The body parsed as JSON, or ``None`` if it was not JSON.
+        time: ``trio.current_time()`` when the request arrived (virtual time under a
+            ``MockClock``), or ``None`` outside a Trio run. The gaps between requests
+            are a client's retry delays.
     """
 
     method: str
@@ -54,10 +57,17 @@ class ScriptedRequest:
     headers: Mapping[str, str] = attrs.field(repr=_redacted)
     content: bytes = attrs.field(repr=False)
     body: Any = attrs.field(repr=False)
+    time: float | None = attrs.field(default=None, kw_only=True)
 
     @classmethod
     def build(
-        cls, method: str, path: str, headers: Iterable[tuple[str, str]], content: bytes
+        cls,
+        method: str,
+        path: str,
+        headers: Iterable[tuple[str, str]],
+        content: bytes,
+        *,
+        time: float | None = None,
     ) -> ScriptedRequest:
         merged: dict[str, str] = {}
         for name, value in headers:
@@ -67,7 +77,7 @@ class ScriptedRequest:
             body = json.loads(content) if content else None
         except ValueError:
             body = None
-        return cls(method=method, path=path, headers=merged, content=content, body=body)
+        return cls(method=method, path=path, headers=merged, content=content, body=body, time=time)
 
 
 @attrs.frozen
@@ -80,6 +90,7 @@ class ScriptedResponse:
         plan: The body as ``(delay, bytes)`` chunks.
         delay: Seconds before the status line and headers.
         dropped: Close the connection after *delay* instead of responding.
+        drop_error: What the in-process transport raises for a dropped connection.
     """
 
     status: int
@@ -87,14 +98,16 @@ class ScriptedResponse:
     plan: StreamPlan
     delay: float = 0.0
     dropped: bool = False
+    drop_error: type[httpx.TransportError] = httpx.RemoteProtocolError
 
 
 def _merge_headers(
-    defaults: Mapping[str, str], overrides: Mapping[str, str]
+    defaults: Mapping[str, str], overrides: Mapping[str, str | None]
 ) -> tuple[tuple[str, str], ...]:
-    merged = {k.lower(): v for k, v in defaults.items()}
+    """The defaults with *overrides* applied; a ``None`` override removes a header."""
+    merged: dict[str, str | None] = {k.lower(): v for k, v in defaults.items()}
     merged.update({k.lower(): v for k, v in overrides.items()})
-    return tuple(merged.items())
+    return tuple((k, v) for k, v in merged.items() if v is not None)
 
 
 @final
@@ -165,13 +178,16 @@ class ScriptedModel:
     def client(
         self,
         *,
-        api_key: str = "sk-scripted",
+        api_key: str | None = "sk-scripted",
         retry: RetryPolicy | None = None,
+        base_url: str = "http://scripted",
         **kwargs: Any,
     ) -> AnthropicClient:
         """An :class:`~trio_agent.AnthropicClient` talking to this model in process.
 
         Retrying is off unless *retry* says otherwise; *kwargs* go to the client.
+        *base_url* only shows in the requests' ``host`` header and path (the
+        transport answers every URL).
 
         Example::
 
@@ -183,7 +199,7 @@ class ScriptedModel:
 
         return AnthropicClient(
             api_key=api_key,
-            base_url="http://scripted",
+            base_url=base_url,
             http_client=httpx.AsyncClient(transport=self.transport()),
             retry=retry if retry is not None else RetryPolicy.never(),
             **kwargs,
@@ -193,7 +209,11 @@ class ScriptedModel:
         self, method: str, path: str, headers: Iterable[tuple[str, str]], content: bytes
     ) -> ScriptedResponse:
         """Record one request and pop the answer for it (used by both transports)."""
-        self.requests.append(ScriptedRequest.build(method, path, headers, content))
+        try:
+            now: float | None = trio.current_time()
+        except RuntimeError:  # called outside a Trio run (a custom server)
+            now = None
+        self.requests.append(ScriptedRequest.build(method, path, headers, content, time=now))
         request_id = f"req_scripted_{len(self.requests)}"
         if not self._queue:
             answer: Answer = HTTPErrorAnswer(
@@ -215,7 +235,12 @@ class ScriptedModel:
             answer = self._queue.popleft()
         if isinstance(answer, DroppedConnection):
             return ScriptedResponse(
-                status=0, headers=(), plan=StreamPlan(chunks=()), delay=answer.delay, dropped=True
+                status=0,
+                headers=(),
+                plan=StreamPlan(chunks=()),
+                delay=answer.delay,
+                dropped=True,
+                drop_error=answer.error,
             )
         if isinstance(answer, HTTPErrorAnswer):
             headers_out = _merge_headers(
@@ -342,9 +367,11 @@ class _ScriptedTransport(httpx.AsyncBaseTransport):
         else:
             await trio.lowlevel.checkpoint()
         if response.dropped:
-            raise httpx.RemoteProtocolError(
-                "Server disconnected without sending a response.", request=request
-            )
+            if response.drop_error is httpx.RemoteProtocolError:
+                message = "Server disconnected without sending a response."
+            else:
+                message = f"scripted {response.drop_error.__name__}"
+            raise response.drop_error(message, request=request)
         return httpx.Response(
             response.status,
             headers=list(response.headers),
