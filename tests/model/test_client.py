@@ -288,22 +288,13 @@ async def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     assert client.has_api_key
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     client = AnthropicClient()
     assert client.base_url == "https://api.anthropic.com"
     assert not client.has_api_key
     assert repr(client) == "AnthropicClient(base_url='https://api.anthropic.com', api_key=None)"
     with pytest.raises(ValueError, match="positive"):
         AnthropicClient(idle_timeout=0)
-
-
-async def test_no_api_key_sends_no_header(
-    autojump_clock: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    server = Server([ok(body(EVENTS))])
-    client = server.client(api_key=None)
-    await collect(client)
-    assert "x-api-key" not in server.requests[0].headers
 
 
 async def test_bom_and_crlf(autojump_clock: Any) -> None:

@@ -48,6 +48,7 @@ async def _send(conn: h11.Connection, stream: trio.SocketStream, event: h11.Even
 
 
 async def _serve_connection(model: ScriptedModel, stream: trio.SocketStream) -> None:
+    model.connections += 1
     conn = h11.Connection(h11.SERVER)
     async with stream:
         try:
