@@ -128,3 +128,28 @@ def test_the_own_tools_example_runs(tmp_path: Path) -> None:
     spec.loader.exec_module(module)
     module.test_my_tools()
     assert module.weather.name == "weather"
+
+
+def test_the_session_example_prints_why_a_turn_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (example,) = [b for b in code_blocks("python") if "trio_agent.Session(" in b]
+    model = ScriptedModel([ScriptedAnswer(blocks=[TextBlock("never sent")])])
+    real = trio_agent.AnthropicClient
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+
+    def client(*args: Any, **kwargs: Any) -> trio_agent.AnthropicClient:
+        assert (args, kwargs) == ((), {})  # the example's AnthropicClient(), no key
+        http = httpx.AsyncClient(transport=model.transport())
+        return real(base_url="http://scripted", http_client=http)
+
+    monkeypatch.setattr(trio_agent, "AnthropicClient", client)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example, "README.md", "exec"), {"__name__": "__main__"})
+
+    out = capsys.readouterr().out
+    assert "[error]" in out
+    assert "AuthenticationError: no Anthropic credentials" in out
+    assert "ANTHROPIC_AUTH_TOKEN" in out
+    assert model.requests == []

@@ -35,6 +35,7 @@ from ._exceptions import APIStatusError as APIStatusError
 from ._exceptions import APITimeoutError as APITimeoutError
 from ._exceptions import ApprovalError as ApprovalError
 from ._exceptions import AuthenticationError as AuthenticationError
+from ._exceptions import ClientClosedError as ClientClosedError
 from ._exceptions import CompactionError as CompactionError
 from ._exceptions import ConflictError as ConflictError
 from ._exceptions import ExecutorClosedError as ExecutorClosedError
@@ -147,6 +148,7 @@ __all__ = [
     "AuthenticationError",
     "BlockFinished",
     "CanUseTool",
+    "ClientClosedError",
     "Compacted",
     "CompactionError",
     "Compactor",

@@ -15,7 +15,7 @@ The tree::
     │   └── APIStatusError           an HTTP error status or an in-stream ``error`` event
     │       ├── InvalidRequestError  400 ``invalid_request_error``
     │       │   └── PromptTooLongError   400 "prompt is too long"
-    │       ├── AuthenticationError  401
+    │       ├── AuthenticationError  401, or no credentials configured (checked before sending)
     │       ├── PermissionDeniedError    403
     │       ├── NotFoundError        404
     │       ├── ConflictError        409
@@ -27,6 +27,7 @@ The tree::
     ├── ApprovalError                approvals that answer no pending tool call
     ├── ToolDefinitionError          a Tool was declared wrongly (bad schema, name...)
     ├── ExecutorClosedError          add_tool() after finish() or discard()
+    ├── ClientClosedError            a model client used after ``aclose()``
     ├── WorkspaceError               a path escapes the workspace of a built-in tool
     └── TranscriptError              a transcript file cannot be read back
 """
@@ -42,6 +43,7 @@ __all__ = [
     "APITimeoutError",
     "ApprovalError",
     "AuthenticationError",
+    "ClientClosedError",
     "CompactionError",
     "ConflictError",
     "ExecutorClosedError",
@@ -172,7 +174,8 @@ class PromptTooLongError(InvalidRequestError):
 
 
 class AuthenticationError(APIStatusError):
-    """401: the API key is missing or wrong."""
+    """401: the API key is missing or wrong; also raised before any request is sent
+    when a client has no credentials at all (``status_code`` is then None)."""
 
 
 class PermissionDeniedError(APIStatusError):
@@ -218,6 +221,10 @@ class ToolDefinitionError(TrioAgentError):
 
 class ExecutorClosedError(TrioAgentError):
     """A tool was added to an executor after ``finish()`` or ``discard()``."""
+
+
+class ClientClosedError(TrioAgentError):
+    """A model client was used after ``aclose()`` (or after its ``async with`` block)."""
 
 
 class WorkspaceError(TrioAgentError):

@@ -20,11 +20,12 @@ def test_run_without_a_key_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     assert main(["run", "hello"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert err.count("\n") == 1
-    assert err.startswith("trio-agent: error: ANTHROPIC_API_KEY is not set")
+    assert err.startswith("trio-agent: error: ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN is not set")
 
 
 def test_run_with_a_missing_workspace(

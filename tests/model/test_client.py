@@ -250,23 +250,13 @@ async def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     assert client.has_api_key
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     client = AnthropicClient()
     assert client.base_url == "https://api.anthropic.com"
     assert not client.has_api_key
     assert repr(client) == "AnthropicClient(base_url='https://api.anthropic.com', api_key=None)"
     with pytest.raises(ValueError, match="positive"):
         AnthropicClient(idle_timeout=0)
-
-
-async def test_no_api_key_sends_no_header(
-    autojump_clock: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    model = ScriptedModel([ok(body(EVENTS))])
-    await collect(client(model, api_key=None))
-    (request,) = model.requests
-    assert "x-api-key" not in request.headers
-    assert request.headers["anthropic-version"] == "2023-06-01"  # the headers were recorded
 
 
 async def test_bom_and_crlf(autojump_clock: Any) -> None:

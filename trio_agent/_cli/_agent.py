@@ -270,9 +270,14 @@ def check_api_setup(args: argparse.Namespace) -> int | None:
     except ValueError as exc:
         return _error(str(exc))
     args.model = model or None
-    key = "ANTHROPIC_API_KEY" if args.provider == "anthropic" else "OPENAI_API_KEY"
-    if not os.environ.get(key):
-        return _error(f"{key} is not set; export it, or try `trio-agent demo` (no key needed)")
+    keys = (
+        ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+        if args.provider == "anthropic"
+        else ("OPENAI_API_KEY",)
+    )
+    if not any(os.environ.get(key) for key in keys):
+        named = " or ".join(keys)
+        return _error(f"{named} is not set; export it, or try `trio-agent demo` (no key needed)")
     if not os.path.isdir(args.workspace):
         return _error(f"workspace {args.workspace!r} is not a directory")
     return None

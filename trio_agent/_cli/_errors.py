@@ -17,7 +17,13 @@ import os
 from collections.abc import Iterator
 from typing import IO, Final
 
-from .._exceptions import APIConnectionError, APIError, APIStatusError, TrioAgentError
+from .._exceptions import (
+    APIConnectionError,
+    APIError,
+    APIStatusError,
+    AuthenticationError,
+    TrioAgentError,
+)
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -64,6 +70,8 @@ def describe_error(exc: BaseException, *, base_url: str | None = None, attempts:
             f"cannot reach {where}{tried}: {exc}\n"
             "check the network, ANTHROPIC_BASE_URL or --base-url"
         )
+    if isinstance(exc, AuthenticationError) and exc.status_code is None:
+        return f"{type(exc).__name__}: {exc}"  # refused before anything was sent
     if isinstance(exc, APIStatusError):
         status = f"HTTP {exc.status_code} " if exc.status_code is not None else ""
         return f"the API answered {status}{type(exc).__name__}{tried}: {exc}"

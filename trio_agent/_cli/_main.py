@@ -141,7 +141,9 @@ async def _stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not os.environ.get("ANTHROPIC_API_KEY"):
         err.write("trio-agent: no ANTHROPIC_API_KEY set: using the embedded scripted model\n")
         http = httpx.AsyncClient(transport=_demo_model().transport())
-        client = AnthropicClient(api_key=None, base_url="http://scripted.invalid", http_client=http)
+        client = AnthropicClient(
+            api_key="scripted", base_url="http://scripted.invalid", http_client=http
+        )
     else:
         client = AnthropicClient()
     printer = _Printer(out)

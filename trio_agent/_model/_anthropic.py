@@ -2,14 +2,15 @@
 
 Example::
 
-    client = trio_agent.AnthropicClient()  # reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL
-    async with client.stream(model="claude-sonnet-4-5", max_tokens=1024,
-                             messages=[trio_agent.UserMessage("Hi")]) as items:
-        async for item in items:
-            if isinstance(item, trio_agent.StreamEvent) and item.text_delta:
-                print(item.text_delta, end="")
-            elif isinstance(item, trio_agent.StreamResult):
-                print(item.message.stop_reason, item.ttft)
+    # reads ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) / ANTHROPIC_BASE_URL
+    async with trio_agent.AnthropicClient() as client:  # one connection pool
+        async with client.stream(model="claude-sonnet-4-5", max_tokens=1024,
+                                 messages=[trio_agent.UserMessage("Hi")]) as items:
+            async for item in items:
+                if isinstance(item, trio_agent.StreamEvent) and item.text_delta:
+                    print(item.text_delta, end="")
+                elif isinstance(item, trio_agent.StreamResult):
+                    print(item.message.stop_reason, item.ttft)
 
 The request, retries, reads, idle watchdog and limits are those of every provider
 (:func:`open_http_stream`); this module says only what is Anthropic's: the URL, the
@@ -33,6 +34,7 @@ from .._exceptions import (
     APIError,
     APIStatusError,
     APITimeoutError,
+    AuthenticationError,
     StreamProtocolError,
     excerpt,
 )
@@ -41,6 +43,7 @@ from .._tools import Tool
 from ._accumulate import MessageAccumulator, StreamLimits
 from ._errors_http import RETRYABLE_ERROR_TYPES, error_from_response
 from ._http_stream import MAX_ERROR_BODY, ProviderEdge, open_http_stream, retryable
+from ._pool import HTTPPool, PooledClient
 from ._protocol import RetryObserver
 from ._retry import RetryPolicy
 from ._stream import StreamItem, StreamResult, StreamStatistics
@@ -121,15 +124,30 @@ class _MessagesDecoder:
 
 
 @final
-class AnthropicClient:
+class AnthropicClient(PooledClient):
     """A streaming client for the Anthropic Messages API.
+
+    ``async with AnthropicClient() as client:`` shares one connection pool across
+    every stream and :meth:`create` until the block ends (then the client is closed);
+    without it, each request opens and closes its own connections. :meth:`aclose`
+    closes the client; a closed client refuses requests with
+    :class:`ClientClosedError`.
+
+    Without credentials (no *api_key*, *auth_token*, ``$ANTHROPIC_API_KEY`` nor
+    ``$ANTHROPIC_AUTH_TOKEN``, and no ``x-api-key``/``authorization`` in
+    *default_headers*), each request raises :class:`AuthenticationError` before
+    anything is sent, as the official SDK does.
 
     Args:
         api_key: sent as ``x-api-key``; defaults to ``$ANTHROPIC_API_KEY``. Never shown
             in a repr, log line or exception.
+        auth_token: sent as ``Authorization: Bearer``; defaults to
+            ``$ANTHROPIC_AUTH_TOKEN`` (both are sent when both are set, as the SDK
+            does). Never shown either.
         base_url: defaults to ``$ANTHROPIC_BASE_URL``, else ``https://api.anthropic.com``.
-        http_client: an ``httpx.AsyncClient`` to use (and not close), e.g. for connection
-            pooling or a custom transport; by default each stream opens its own.
+        http_client: an ``httpx.AsyncClient`` to use for every request and never
+            close, e.g. for a custom transport; by default the client opens its own
+            (one shared pool while entered, else one per request).
         retry: when and how long to wait before retrying.
         idle_timeout: seconds without any byte (pings included) before an attempt is
             abandoned with :class:`StreamIdleTimeoutError` (or :class:`APITimeoutError`
@@ -153,14 +171,18 @@ class AnthropicClient:
         connect_timeout: float = 10.0,
         limits: StreamLimits | None = None,
         default_headers: Mapping[str, str] | None = None,
+        auth_token: str | None = None,
     ) -> None:
         if idle_timeout <= 0 or stall_timeout <= 0 or connect_timeout <= 0:
             raise ValueError("timeouts must be positive")
         self._api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        self._auth_token = (
+            auth_token if auth_token is not None else os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        )
         self.base_url = (
             base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
         ).rstrip("/")
-        self._http_client = http_client
+        self._pool = HTTPPool(http_client, connect_timeout=connect_timeout, owner="AnthropicClient")
         self.retry = retry if retry is not None else RetryPolicy()
         self.idle_timeout = idle_timeout
         self.stall_timeout = stall_timeout
@@ -170,17 +192,46 @@ class AnthropicClient:
 
     def __repr__(self) -> str:
         key = "None" if self._api_key is None else "'<redacted>'"
-        return f"AnthropicClient(base_url={self.base_url!r}, api_key={key})"
+        token = "" if self._auth_token is None else ", auth_token='<redacted>'"
+        return f"AnthropicClient(base_url={self.base_url!r}, api_key={key}{token})"
 
     @property
     def has_api_key(self) -> bool:
         """Whether an API key is configured (the key itself is never exposed)."""
         return bool(self._api_key)
 
+    @property
+    def has_credentials(self) -> bool:
+        """Whether a request would carry credentials: an API key, an auth token, or
+        an ``x-api-key``/``authorization`` header of *default_headers*."""
+        given = {name.lower() for name in self.default_headers}
+        return bool(self._api_key or self._auth_token or given & {"x-api-key", "authorization"})
+
     def _headers(self) -> dict[str, str]:
-        headers = {"anthropic-version": ANTHROPIC_VERSION, **self.default_headers}
+        """The request headers.
+
+        Raises:
+            AuthenticationError: no credentials at all; nothing was sent.
+        """
+        if not self.has_credentials:
+            raise AuthenticationError(
+                "no Anthropic credentials: pass api_key= (or auth_token=), or set"
+                " ANTHROPIC_API_KEY (sent as x-api-key) or ANTHROPIC_AUTH_TOKEN (sent as"
+                " Authorization: Bearer); both were looked at and neither is set."
+                " Nothing was sent.",
+                status_code=None,
+                error_type="authentication_error",
+            )
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        # As in the SDK, a header of default_headers wins over the key or token
+        # (names compared case-insensitively: one header is sent, never two).
         if self._api_key:
             headers["x-api-key"] = self._api_key
+        if self._auth_token:
+            headers["authorization"] = f"Bearer {self._auth_token}"
+        for name, value in self.default_headers.items():
+            headers.pop(name.lower(), None)
+            headers[name] = value
         return headers
 
     @staticmethod
@@ -233,6 +284,9 @@ class AnthropicClient:
         False the error is raised instead.
 
         Raises:
+            AuthenticationError: no credentials (on entering the block, before
+                anything is sent), or a 401 answer.
+            ClientClosedError: the client was closed (on entering the block).
             APIStatusError: an HTTP error or in-stream ``error`` event (typed by status
                 or error type), after the retries the policy allows.
             APIConnectionError: no response, after the retries.
@@ -249,7 +303,7 @@ class AnthropicClient:
             tools=tools,
             **params,
         )
-        return open_http_stream(self, self._edge(), body, self._http_client, on_retry)
+        return open_http_stream(self, self._edge, body, self._pool, on_retry)
 
     def _edge(self) -> ProviderEdge:
         return ProviderEdge(
@@ -278,6 +332,8 @@ class AnthropicClient:
         no TTFT and only the ``retries`` statistic.
 
         Raises:
+            AuthenticationError: no credentials (before anything is sent), or a 401.
+            ClientClosedError: the client was closed.
             APIStatusError: an HTTP error, after the retries the policy allows.
             APIConnectionError: no response, after the retries.
             APITimeoutError: no answer within 600 s.
@@ -292,20 +348,16 @@ class AnthropicClient:
             **params,
         )
         body["stream"] = False
-        async with contextlib.AsyncExitStack() as stack:
-            http = self._http_client
-            if http is None:
-                http = await stack.enter_async_context(
-                    httpx.AsyncClient(timeout=httpx.Timeout(None, connect=self.connect_timeout))
-                )
+        edge = self._edge()  # no credentials: raised here, before anything is sent
+        async with self._pool.http() as http:
             retries = 0
             while True:
                 try:
-                    return await self._create_once(http, body, retries)
+                    return await self._create_once(http, edge, body, retries)
                 except APIError as exc:
                     if (
                         retries >= self.retry.max_retries
-                        or not retryable(exc, self.retry, self._edge())
+                        or not retryable(exc, self.retry, edge)
                         or (on_retry is not None and not on_retry(exc))
                     ):
                         raise
@@ -316,14 +368,12 @@ class AnthropicClient:
                     await trio.sleep(delay)
 
     async def _create_once(
-        self, http: httpx.AsyncClient, body: dict[str, Any], retries: int
+        self, http: httpx.AsyncClient, edge: ProviderEdge, body: dict[str, Any], retries: int
     ) -> StreamResult:
         response: httpx.Response | None = None
         with trio.move_on_after(_CREATE_TIMEOUT):
             try:
-                response = await http.post(
-                    f"{self.base_url}/v1/messages", json=body, headers=self._headers()
-                )
+                response = await http.post(edge.url, json=body, headers=dict(edge.headers))
             except httpx.TimeoutException as exc:
                 raise APITimeoutError(f"request timed out: {type(exc).__name__}") from exc
             except httpx.TransportError as exc:

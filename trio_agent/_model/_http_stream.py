@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, Protocol, final
 
@@ -38,6 +39,7 @@ from .._exceptions import (
 )
 from .._messages import AssistantMessage
 from ._accumulate import MessageAccumulator, StreamLimits
+from ._pool import HTTPPool
 from ._protocol import RetryObserver
 from ._retry import RetryPolicy
 from ._sse import ResponseReader, SSEParser
@@ -52,6 +54,11 @@ logger = logging.getLogger("trio_agent.client")
 MAX_ERROR_BODY = 1024 * 1024
 #: How long closing a response may take when the stream was cancelled.
 _CLOSE_TIMEOUT = 5.0
+#: After the last event, how long and how many bytes the end of the body may take to
+#: read before the response is closed: a body read to its end leaves the connection
+#: in the pool for the next request; one cut short closes it.
+_DRAIN_TIMEOUT = 0.25
+_DRAIN_LIMIT = 64 * 1024
 _CONTENT_EVENTS = frozenset({"content_block_start", "content_block_delta", "content_block_stop"})
 
 
@@ -61,7 +68,6 @@ class StreamSettings(Protocol):
     retry: RetryPolicy
     idle_timeout: float
     stall_timeout: float
-    connect_timeout: float
     limits: StreamLimits
 
 
@@ -135,28 +141,34 @@ def retryable(exc: Exception, policy: RetryPolicy, edge: ProviderEdge) -> bool:
 @contextlib.asynccontextmanager
 async def open_http_stream(
     settings: StreamSettings,
-    edge: ProviderEdge,
+    edge: Callable[[], ProviderEdge],
     body: dict[str, Any],
-    http: httpx.AsyncClient | None,
+    pool: HTTPPool,
     on_retry: RetryObserver | None = None,
 ) -> AsyncGenerator[trio.abc.ReceiveChannel[StreamItem], None]:
     """The stream's channel; leaving the block closes whatever response is open.
 
     Args:
         settings: retry policy, timeouts and limits (read when the stream opens).
-        edge: the provider's side of the request.
+        edge: the provider's side of the request, built when the block is entered:
+            it may refuse then (:class:`AuthenticationError` without credentials),
+            before anything is sent.
         body: the JSON body (already converted for the provider).
-        http: the client to use (and not close); None opens one for this stream.
+        pool: where the httpx client comes from (:class:`HTTPPool`).
         on_retry: called with the error before each retry; False stops retrying.
+
+    Raises:
+        ClientClosedError: the model client was closed; nothing was sent.
     """
-    async with contextlib.AsyncExitStack() as stack:
-        if http is None:
-            http = await stack.enter_async_context(
-                httpx.AsyncClient(timeout=httpx.Timeout(None, connect=settings.connect_timeout))
-            )
-        items = _ItemStream(_Request(settings, edge, http, body, trio.current_time(), on_retry))
-        stack.push_async_callback(items.aclose)
-        yield items
+    request_edge = edge()
+    async with pool.http() as http:
+        items = _ItemStream(
+            _Request(settings, request_edge, http, body, trio.current_time(), on_retry)
+        )
+        try:
+            yield items
+        finally:
+            await items.aclose()
 
 
 @attrs.frozen
@@ -235,7 +247,7 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
                 items = await attempt.next_items()
                 if attempt.accumulator.stopped:
                     self._finished = True
-                    await self._end_attempt()
+                    await self._end_attempt(drain=True)
                     items.append(attempt.result(self._retries))
                 return items
             except Exception as exc:
@@ -270,11 +282,17 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
                 await self._end_attempt()
                 raise
 
-    async def _end_attempt(self) -> None:
-        """Close the current attempt's response (shielded, bounded), if any."""
-        stack, self._attempt_stack, self._attempt = self._attempt_stack, None, None
+    async def _end_attempt(self, *, drain: bool = False) -> None:
+        """Close the current attempt's response (shielded, bounded), if any; with
+        *drain*, read the end of its body first (see :meth:`_Attempt.drain`)."""
+        stack, self._attempt_stack = self._attempt_stack, None
+        attempt, self._attempt = self._attempt, None
         if stack is not None:
-            await stack.aclose()
+            try:
+                if drain and attempt is not None:
+                    await attempt.drain()
+            finally:
+                await stack.aclose()
 
     async def aclose(self) -> None:
         self._closed = True
@@ -376,6 +394,21 @@ class _Attempt:
             except httpx.TransportError:
                 pass  # an error body cut short is still worth reporting
         return b"".join(parts)[:limit]
+
+    async def drain(self) -> None:
+        """Read the rest of a finished body, briefly and boundedly (see _DRAIN_TIMEOUT),
+        so the connection can serve the next request; a cancelled caller skips it,
+        and it is shielded otherwise (the message is complete: nothing is lost)."""
+        reader = self.reader
+        if reader is None or self.eof or trio.current_effective_deadline() == -math.inf:
+            return
+        size = 0
+        with trio.move_on_after(_DRAIN_TIMEOUT, shield=True):
+            try:
+                while size <= _DRAIN_LIMIT and (chunk := await reader.read()) is not None:
+                    size += len(chunk)
+            except httpx.TransportError:
+                pass  # the connection is closed with the response anyway
 
     async def _read(self) -> list[str]:
         """The data of the events completed by the next chunk of the body (maybe none)."""

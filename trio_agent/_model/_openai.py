@@ -43,6 +43,7 @@ from ._http_stream import ProviderEdge, open_http_stream
 from ._openai_convert import OpenAIAPI, chat_body, responses_body
 from ._openai_errors import openai_error_from_response, retryable_in_stream
 from ._openai_events import ChatEvents, ResponsesEvents, decode_openai
+from ._pool import HTTPPool, PooledClient
 from ._retry import RetryPolicy
 from ._stream import StreamItem
 
@@ -52,9 +53,14 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
 @final
-class OpenAIClient:
+class OpenAIClient(PooledClient):
     """A streaming client for OpenAI's Responses or Chat Completions API (and the
     OpenAI-compatible servers: vLLM, llama.cpp, Ollama...).
+
+    ``async with OpenAIClient() as client:`` shares one connection pool across
+    streams, and :meth:`aclose` closes it, exactly as for :class:`AnthropicClient`.
+    Unlike it, a missing key is refused here, at construction: an OpenAI client has
+    no other credential to fall back on.
 
     Args:
         api_key: sent as ``Authorization: Bearer``; defaults to ``$OPENAI_API_KEY``.
@@ -64,7 +70,9 @@ class OpenAIClient:
         base_url: includes the API version, as in the openai SDK: defaults to
             ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``
             (``http://localhost:8000/v1`` for a local server).
-        http_client: an ``httpx.AsyncClient`` to use (and not close).
+        http_client: an ``httpx.AsyncClient`` to use for every request and never
+            close; by default the client opens its own (one shared pool while
+            entered, else one per request).
         api: ``"responses"`` (``POST {base_url}/responses``) or ``"chat"``
             (``POST {base_url}/chat/completions``).
         retry, idle_timeout, stall_timeout, connect_timeout, limits, default_headers:
@@ -107,7 +115,7 @@ class OpenAIClient:
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip(
             "/"
         )
-        self._http_client = http_client
+        self._pool = HTTPPool(http_client, connect_timeout=connect_timeout, owner="OpenAIClient")
         self.api: OpenAIAPI = api
         self.retry = retry if retry is not None else RetryPolicy()
         self.idle_timeout = idle_timeout
@@ -186,6 +194,7 @@ class OpenAIClient:
         Raises:
             InvalidRequestError: the history cannot be said in OpenAI's terms
                 (raised here, before any request).
+            ClientClosedError: the client was closed (on entering the block).
             APIStatusError: an HTTP error (typed by its status) or an error inside
                 the stream, after the retries the policy allows.
             APIConnectionError, StreamIdleTimeoutError, StreamTruncatedError,
@@ -199,7 +208,10 @@ class OpenAIClient:
             tools=tools,
             **params,
         )
-        edge = ProviderEdge(
+        return open_http_stream(self, self._edge, body, self._pool)
+
+    def _edge(self) -> ProviderEdge:
+        return ProviderEdge(
             url=self.url,
             headers=self._headers(),
             error_from_response=openai_error_from_response,
@@ -208,7 +220,6 @@ class OpenAIClient:
             request_id_headers=("x-request-id", "request-id"),
             end="the response was complete",
         )
-        return open_http_stream(self, edge, body, self._http_client)
 
     def _headers(self) -> dict[str, str]:
         return {**self.default_headers, "authorization": f"Bearer {self._api_key}"}

@@ -128,6 +128,12 @@ class ScriptedModel:
 
     ``protocol="openai-responses"`` or ``"openai-chat"`` streams the same answers as
     OpenAI's Responses / Chat Completions API would (see :mod:`._scripted_openai`).
+
+    Attributes:
+        requests: every request received, in order.
+        connections: TCP connections accepted for this model by
+            :func:`serve_scripted_model` (0 in process): fewer than requests when a
+            client reuses its connections.
     """
 
     def __init__(
@@ -139,6 +145,7 @@ class ScriptedModel:
         self._queue: deque[Answer] = deque()
         self.requests: list[ScriptedRequest] = []
         self._open_streams = 0
+        self.connections = 0
         self.extend(answers)
 
     def __repr__(self) -> str:

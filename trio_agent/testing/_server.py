@@ -48,6 +48,8 @@ async def _send(conn: h11.Connection, stream: trio.SocketStream, event: h11.Even
 
 
 async def _serve_connection(model: ScriptedModel, stream: trio.SocketStream) -> None:
+    if isinstance(model, ScriptedModel):  # pyright: ignore[reportUnnecessaryIsInstance]
+        model.connections += 1  # (a duck-typed model, e.g. the benchmarks' router, has none)
     conn = h11.Connection(h11.SERVER)
     async with stream:
         try:
