@@ -173,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pipeline_serve = sub.add_parser("pipeline-serve", help=argparse.SUPPRESS)
     pipeline_serve.add_argument("--quick", action="store_true")
     child = sub.add_parser("scale-child", help=argparse.SUPPRESS)
-    child.add_argument("child_args", nargs=3)
+    child.add_argument("child_args", nargs="+")
     args = parser.parse_args(argv)
     if args.command == "scale-child":
         from ._scale import child_main

@@ -4,6 +4,7 @@ peak RSS is its own."""
 
 from __future__ import annotations
 
+import gc
 import json
 import resource
 import subprocess
@@ -17,7 +18,7 @@ import trio
 from ._report import Series
 
 
-def _child(agents: int, base_url: str, mode: str) -> dict[str, Any]:
+def _child(agents: int, base_url: str, mode: str, counting: bool = False) -> dict[str, Any]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * agents + 256)), hard))
     from trio_agent import Session, TurnEnd, TurnEndReason
@@ -50,9 +51,67 @@ def _child(agents: int, base_url: str, mode: str) -> dict[str, Any]:
                 nursery.start_soon(agent)
         return time.perf_counter() - t0, base_rss
 
-    wall, base_rss = trio.run(with_client, base_url, main)
+    collections = [0, 0, 0]
+    gc_seconds = [0.0]
+    started = [0.0]
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.process_time()
+        else:
+            collections[info["generation"]] += 1
+            gc_seconds[0] += time.process_time() - started[0]
+
+    counts = Counts() if counting else None
+    gc.callbacks.append(on_gc)
+    cpu0 = time.process_time()
+    try:
+        wall, base_rss = trio.run(
+            with_client, base_url, main, instruments=[counts] if counts is not None else []
+        )
+    finally:
+        cpu = time.process_time() - cpu0
+        gc.callbacks.remove(on_gc)
     peak = _peak_rss_kb()
-    return {"wall": wall, "turns": completed, "base_rss_kb": base_rss, "peak_rss_kb": peak}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "gc_cpu": gc_seconds[0],
+        "collections": collections,
+        "turns": completed,
+        "base_rss_kb": base_rss,
+        "peak_rss_kb": peak,
+        "counts": counts.per(completed) if counts is not None else None,
+    }
+
+
+class Counts(trio.abc.Instrument):
+    """Tasks spawned, task steps (each step ends in a park or the task's end) and
+    memory-channel sends, over the whole run."""
+
+    def __init__(self) -> None:
+        self.tasks = 0
+        self.steps = 0
+        self.sends = 0
+        counts = self
+        original = trio.MemorySendChannel.send_nowait
+
+        # MemorySendChannel.send calls send_nowait once, so this counts every send.
+        def send_nowait(self: Any, value: Any) -> None:
+            counts.sends += 1
+            original(self, value)
+
+        trio.MemorySendChannel.send_nowait = send_nowait  # type: ignore[method-assign]
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.tasks += 1
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.steps += 1
+
+    def per(self, turns: int) -> dict[str, float]:
+        n = max(turns, 1)
+        return {"tasks": self.tasks / n, "steps": self.steps / n, "sends": self.sends / n}
 
 
 def _status_kb(field: str) -> int | None:
@@ -85,7 +144,8 @@ def _peak_rss_kb() -> int:
 
 def child_main(argv: list[str]) -> int:
     agents, base_url, mode = int(argv[0]), argv[1], argv[2]
-    print(json.dumps(_child(agents, base_url, mode)), flush=True)
+    counting = argv[3:4] == ["counts"]
+    print(json.dumps(_child(agents, base_url, mode, counting)), flush=True)
     return 0
 
 

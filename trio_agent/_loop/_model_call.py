@@ -18,7 +18,7 @@ import attrs
 import trio
 
 from .._exceptions import APIError, OverloadedError, StreamError, StreamStalledError
-from .._executor import ToolExecutor, ToolResult, open_tool_executor
+from .._executor import ToolExecutor, ToolFinished, ToolResult, open_tool_executor
 from .._messages import (
     AssistantMessage,
     ContentBlock,
@@ -78,6 +78,8 @@ class Attempt:
     stalls: int = 0
     #: The tools' shared context after this call.
     context: Any = None
+    #: The ids of the tool uses added to the executor, in order.
+    added: list[str] = attrs.field(factory=list[str])
 
     @property
     def delivered(self) -> bool:
@@ -183,8 +185,7 @@ class ModelCaller:
                 ) as executor,
                 trio.open_nursery() as nursery,
             ):
-                nursery.start_soon(self._forward_progress, executor)
-                nursery.start_soon(self._collect_results, executor, attempt)
+                nursery.start_soon(self._forward, executor, attempt)
                 attach_executor(executor)
                 try:
                     with self.control.interrupting_stream(stream_scope), stream_scope:
@@ -249,7 +250,7 @@ class ModelCaller:
         for index, block in enumerate(result.message.content):
             attempt.blocks.append(block)
             if isinstance(block, ToolUseBlock):
-                executor.add_tool(block)
+                _add_tool(executor, attempt, block)
             await self.send.send(BlockFinished(index, block))
         attempt.result = result
         if result.message.stop_reason == "refusal":
@@ -288,7 +289,7 @@ class ModelCaller:
                     for block in item.content:
                         attempt.blocks.append(block)
                         if isinstance(block, ToolUseBlock):
-                            executor.add_tool(block)
+                            _add_tool(executor, attempt, block)
                         await self.send.send(BlockFinished(index, block))
                 else:
                     attempt.result = item
@@ -316,16 +317,40 @@ class ModelCaller:
         await self.send.send(rec.merge_paused(state.paused, attempt.result.message))
         attempt.answer_sent = True
 
-    async def _forward_progress(self, executor: ToolExecutor) -> None:
-        # The progress channel ends once every call has finished after finish() or
-        # discard(), so this task never outlives the attempt's tools.
+    async def _forward(self, executor: ToolExecutor, attempt: Attempt) -> None:
+        """Forward the executor's progress as it comes and, after each
+        ``ToolFinished``, the results now ready, in order: one task per call.
+
+        The executor sends a call's ``ToolFinished`` before it delivers its result,
+        and delivers results in ``add_tool`` order, so the results ready are those
+        of the longest prefix of ``attempt.added`` whose calls have finished:
+        receiving them never waits. The progress channel ends once every call has
+        finished after ``finish()`` or ``discard()``, so this task never outlives
+        the attempt's tools.
+        """
+        finished: set[str] = set()
+        ready = 0  # attempt.added[:ready] are received
+        results: trio.abc.ReceiveChannel[ToolResult] | None = executor.results
         async for item in executor.progress:
             await self.send.send(item)
-
-    async def _collect_results(self, executor: ToolExecutor, attempt: Attempt) -> None:
-        async for result in executor.results:
-            attempt.received[result.tool_use_id] = result
-            await self.send.send(result)
-            attempt.sent.add(result.tool_use_id)
+            if not isinstance(item, ToolFinished):
+                continue
+            finished.add(item.tool_use_id)
+            added = attempt.added
+            while results is not None and ready < len(added) and added[ready] in finished:
+                try:
+                    result = await results.receive()
+                except trio.EndOfChannel:  # discarded: the rest is for drain()
+                    results = None
+                    break
+                ready += 1
+                attempt.received[result.tool_use_id] = result
+                await self.send.send(result)
+                attempt.sent.add(result.tool_use_id)
 
     # -- endings ------------------------------------------------------------------
+
+
+def _add_tool(executor: ToolExecutor, attempt: Attempt, block: ToolUseBlock) -> None:
+    executor.add_tool(block)
+    attempt.added.append(block.id)
