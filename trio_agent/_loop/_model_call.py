@@ -185,14 +185,13 @@ class ModelCaller:
                 ) as executor,
                 trio.open_nursery() as nursery,
             ):
-                nursery.start_soon(self._forward, executor, attempt)
                 attach_executor(executor)
                 try:
                     with self.control.interrupting_stream(stream_scope), stream_scope:
                         if state.non_streaming:
-                            await self._create(state, executor, attempt)
+                            await self._create(state, executor, attempt, nursery)
                         else:
-                            await self._stream(state, executor, attempt)
+                            await self._stream(state, executor, attempt, nursery)
                 except (APIError, StreamError) as exc:
                     attempt.error = exc
                     executor.discard()
@@ -242,7 +241,9 @@ class ModelCaller:
             request["on_retry"] = self._on_retry(state, attempt)
         return request
 
-    async def _create(self, state: State, executor: ToolExecutor, attempt: Attempt) -> None:
+    async def _create(
+        self, state: State, executor: ToolExecutor, attempt: Attempt, nursery: trio.Nursery
+    ) -> None:
         """The last resort: one non-streaming request; its tools run once it is here."""
         assert isinstance(self.client, RecoverableModelClient)
         result = await self.client.create(**self._request(state, attempt))
@@ -250,7 +251,7 @@ class ModelCaller:
         for index, block in enumerate(result.message.content):
             attempt.blocks.append(block)
             if isinstance(block, ToolUseBlock):
-                _add_tool(executor, attempt, block)
+                self._add_tool(executor, attempt, block, nursery)
             await self.send.send(BlockFinished(index, block))
         attempt.result = result
         if result.message.stop_reason == "refusal":
@@ -271,7 +272,9 @@ class ModelCaller:
                 f"the stream stalled {attempt.stalls} times (max_stalls={self.max_stalls})"
             )
 
-    async def _stream(self, state: State, executor: ToolExecutor, attempt: Attempt) -> None:
+    async def _stream(
+        self, state: State, executor: ToolExecutor, attempt: Attempt, nursery: trio.Nursery
+    ) -> None:
         index = 0
         last: float | None = None
         async with self.client.stream(**self._request(state, attempt)) as items:
@@ -289,7 +292,7 @@ class ModelCaller:
                     for block in item.content:
                         attempt.blocks.append(block)
                         if isinstance(block, ToolUseBlock):
-                            _add_tool(executor, attempt, block)
+                            self._add_tool(executor, attempt, block, nursery)
                         await self.send.send(BlockFinished(index, block))
                 else:
                     attempt.result = item
@@ -316,6 +319,16 @@ class ModelCaller:
             return
         await self.send.send(rec.merge_paused(state.paused, attempt.result.message))
         attempt.answer_sent = True
+
+    def _add_tool(
+        self, executor: ToolExecutor, attempt: Attempt, block: ToolUseBlock, nursery: trio.Nursery
+    ) -> None:
+        """Add *block*'s call; the first one starts the forwarding task (a call
+        without tools needs none)."""
+        executor.add_tool(block)
+        attempt.added.append(block.id)
+        if len(attempt.added) == 1:
+            nursery.start_soon(self._forward, executor, attempt)
 
     async def _forward(self, executor: ToolExecutor, attempt: Attempt) -> None:
         """Forward the executor's progress as it comes and, after each
@@ -349,8 +362,3 @@ class ModelCaller:
                 attempt.sent.add(result.tool_use_id)
 
     # -- endings ------------------------------------------------------------------
-
-
-def _add_tool(executor: ToolExecutor, attempt: Attempt, block: ToolUseBlock) -> None:
-    executor.add_tool(block)
-    attempt.added.append(block.id)
