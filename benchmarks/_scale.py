@@ -156,11 +156,22 @@ def child_main(argv: list[str]) -> int:
     return 0
 
 
-def _measure(agents: int, base_url: str, mode: str, timeout: float) -> dict[str, Any]:
+def _measure(
+    agents: int, base_url: str, mode: str, timeout: float, *options: str
+) -> dict[str, Any]:
     root = Path(__file__).resolve().parent.parent
     try:
         out = subprocess.run(
-            [sys.executable, "-m", "benchmarks", "scale-child", str(agents), base_url, mode],
+            [
+                sys.executable,
+                "-m",
+                "benchmarks",
+                "scale-child",
+                str(agents),
+                base_url,
+                mode,
+                *options,
+            ],
             cwd=root,
             capture_output=True,
             text=True,
@@ -183,33 +194,69 @@ def bench_scale(config: Any) -> list[Series]:
     contestants = {
         "session": "trio_agent Session",
         "after": "after-stream parallel (same client)",
+        "session-freeze": "trio_agent Session, gc.freeze() after setup",
+        "after-freeze": "after-stream parallel, gc.freeze() after setup",
     }
-    subject = contestants["session"]
+    subjects = {
+        "session": None,
+        "after": contestants["session"],
+        "session-freeze": None,
+        "after-freeze": contestants["session-freeze"],
+    }
     rows: dict[str, dict[str, Series]] = {}
     for mode, who in contestants.items():
-        sub = None if mode == "session" else subject
+        sub = subjects[mode]
         rows[mode] = {
+            "cpu": Series(name, who, f"CPU per turn, {agents} agents, GC on", "ms", subject=sub),
+            "gc": Series(name, who, f"GC CPU per turn, {agents} agents", "ms", subject=sub),
+            "full": Series(
+                name, who, f"full (gen 2) collections, {agents} agents", "", subject=sub
+            ),
             "wall": Series(name, who, f"wall time, {agents} agents", "s", subject=sub),
             "rate": Series(name, who, f"turns per second, {agents} agents", "turns/s", subject=sub),
             "peak": Series(name, who, f"peak RSS, {agents} agents", "MB", subject=sub),
             "per": Series(name, who, "memory per agent (peak - base) / N", "KB", subject=sub),
         }
-    for _ in range(1 if config.quick else min(config.repeat, 3)):
-        for mode in contestants:
-            m = _measure(agents, base, mode, timeout=120 if config.quick else 600)
+    modes = list(contestants)
+    for i in range(1 if config.quick else min(config.repeat, 3)):
+        # Interleaved; the order is reversed every other round.
+        for mode in modes if i % 2 == 0 else modes[::-1]:
+            kind, _, freeze = mode.partition("-")
+            options = [freeze] if freeze else []
+            m = _measure(agents, base, kind, 120 if config.quick else 600, *options)
             if m["turns"] != agents:
                 raise RuntimeError(f"{m['turns']} of {agents} turns completed")
             r = rows[mode]
+            r["cpu"].samples.append(m["cpu"] / agents * 1000)
+            r["gc"].samples.append(m["gc_cpu"] / agents * 1000)
+            r["full"].samples.append(m["collections"][2])
             r["wall"].samples.append(m["wall"])
             r["rate"].samples.append(m["turns"] / m["wall"])
             r["peak"].samples.append(m["peak_rss_kb"] / 1024)
             r["per"].samples.append((m["peak_rss_kb"] - m["base_rss_kb"]) / agents)
-    rows["session"]["wall"].note = (
+    rows["session"]["cpu"].note = (
         "each agent: a trio_agent.Session (no transcript) submitting one prompt; "
-        "two model calls, two 50 ms reads in between"
+        "two model calls, two 50 ms reads in between; CPU is the agents' process "
+        "(time.process_time, the server runs apart), GC on, the same on both sides"
     )
-    return [
-        s
-        for key in ("wall", "rate", "peak", "per")
-        for s in (rows["session"][key], rows["after"][key])
-    ]
+    return [s for key in rows["session"] for mode in modes for s in (rows[mode][key],)]
+
+
+def bench_scale_10k(config: Any) -> list[Series]:
+    """10,000 concurrent Sessions in one process: the peak RSS (goal < 1 GB)."""
+    from ._e2e import server_url
+
+    agents = 2_000 if config.quick else 10_000
+    base = f"{server_url(config)}/s/scale/1.0"
+    who = "trio_agent Session"
+    peak = Series("scale_10k", who, f"peak RSS, {agents} sessions", "MB")
+    per = Series("scale_10k", who, "memory per session (peak - base) / N", "KB")
+    cpu = Series("scale_10k", who, f"CPU per turn, {agents} sessions", "ms")
+    m = _measure(agents, base, "session", 180 if config.quick else 1500)
+    if m["turns"] != agents:
+        raise RuntimeError(f"{m['turns']} of {agents} turns completed")
+    peak.samples.append(m["peak_rss_kb"] / 1024)
+    per.samples.append((m["peak_rss_kb"] - m["base_rss_kb"]) / agents)
+    cpu.samples.append(m["cpu"] / agents * 1000)
+    peak.note = "one child process; VmHWM; each session one two-call turn with two tools"
+    return [peak, per, cpu]
