@@ -155,11 +155,12 @@ class ModelCaller:
     stall_threshold: float = 30.0
     max_stalls: int | None = None
     calls: int = 0
+    #: Whether the client takes ``on_retry`` and has ``create()`` (checked once: an
+    #: isinstance() against a runtime-checkable Protocol is slow).
+    recoverable: bool = attrs.field(init=False)
 
-    @property
-    def recoverable(self) -> bool:
-        """Whether the client takes ``on_retry`` and has ``create()``."""
-        return isinstance(self.client, RecoverableModelClient)
+    def __attrs_post_init__(self) -> None:
+        self.recoverable = isinstance(self.client, RecoverableModelClient)
 
     async def call(self, state: State) -> Attempt:
         """Stream one answer for *state* (or, for the last resort, request it whole);
