@@ -216,6 +216,18 @@ def targets(series: Sequence[Series]) -> list[Row]:
             lambda v: v < 5.0,
         )
     )
+    rows.append(
+        _ratio_row(
+            series,
+            "cancelling 1,000 siblings <= 1.3x bare Trio with a cancel scope per task",
+            "cancellation",
+            "trio_agent",
+            "bare trio, a cancel scope per task",
+            "ms until",
+            lambda r: f"{r:.2f}x bare Trio (a cancel scope per task)",
+            lambda r: r <= 1.3,
+        )
+    )
     for tools in (100, 10):
         bare = _find(
             series, "progress", "bare trio", f"p99 latency ctx.progress -> consumer ({tools} "
