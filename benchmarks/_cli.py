@@ -1,5 +1,5 @@
 """``python -m benchmarks list | run [NAMES...] [--quick] [--json PATH] [--svg PATH]
-[--markdown PATH] [--repeat N]``."""
+[--markdown PATH] [--repeat N] | verify [NAMES...] [--against JSON] [--tolerance 0.1]``."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import attrs
 from ._guard import BENCHMARK_TIMEOUT, QUICK_BENCHMARK_TIMEOUT, watchdog
 from ._markdown import source_state, write_markdown
 from ._report import Series, Timeline, text_table, to_json, to_svg
+from ._verify import DEFAULT_REFERENCE
 
 
 @attrs.define
@@ -79,24 +80,12 @@ def machine() -> dict[str, Any]:
     }
 
 
-def _run(args: argparse.Namespace) -> int:
+def run_benchmarks(names: Sequence[str], config: Config) -> tuple[list[Series], int]:
+    """Run *names* in order; a benchmark that fails becomes a skipped row. Returns
+    the rows and the number of failed benchmarks. The server is stopped at the end."""
     registry = {b.name: b for b in _registry()}
-    names: Sequence[str] = args.names or list(registry)
-    unknown = [n for n in names if n not in registry]
-    if unknown:
-        print(
-            f"unknown benchmark(s): {', '.join(unknown)}; see `python -m benchmarks list`",
-            file=sys.stderr,
-        )
-        return 2
-    repeat = args.repeat if args.repeat is not None else (1 if args.quick else 5)
-    if repeat < 1:
-        print("--repeat must be >= 1", file=sys.stderr)
-        return 2
-    config = Config(quick=args.quick, repeat=repeat)
     results: list[Series] = []
     failures = 0
-    started = time.perf_counter()
     try:
         for n, name in enumerate(names, 1):
             bench = registry[name]
@@ -127,6 +116,51 @@ def _run(args: argparse.Namespace) -> int:
                 closer()
             except Exception:
                 traceback.print_exc(file=sys.stderr)
+    return results, failures
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ._verify import verify
+
+    known = {b.name for b in _registry()}
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}", file=sys.stderr)
+        return 2
+
+    def run(names: Sequence[str], quick: bool, repeat: int) -> list[Series]:
+        return run_benchmarks([n for n in names if n in known], Config(quick=quick, repeat=repeat))[
+            0
+        ]
+
+    return verify(
+        run,
+        reference_path=Path(args.against),
+        names=args.names,
+        tolerance=args.tolerance,
+        repeat=args.repeat,
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    registry = {b.name: b for b in _registry()}
+    names: Sequence[str] = args.names or list(registry)
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        print(
+            f"unknown benchmark(s): {', '.join(unknown)}; see `python -m benchmarks list`",
+            file=sys.stderr,
+        )
+        return 2
+    repeat = args.repeat if args.repeat is not None else (1 if args.quick else 5)
+    if repeat < 1:
+        print("--repeat must be >= 1", file=sys.stderr)
+        return 2
+    config = Config(quick=args.quick, repeat=repeat)
+    started = time.perf_counter()
+    results, failures = run_benchmarks(names, config)
     failures += sum(len(s.errors) for s in results)
     print(text_table(results))
     meta = {
@@ -165,6 +199,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="write RESULTS.md-style markdown (keeps an existing file's analysis section)",
     )
     run.add_argument("--repeat", type=int, metavar="N", help="repeats (default 5, quick 1)")
+    check = sub.add_parser(
+        "verify", help="re-run a stored run's benchmarks and say which ratios hold (within 10%%)"
+    )
+    check.add_argument("names", nargs="*", help="benchmarks to verify (default: all stored)")
+    check.add_argument(
+        "--against", metavar="JSON", default=str(DEFAULT_REFERENCE), help="the stored run"
+    )
+    check.add_argument("--tolerance", type=float, default=0.10, help="relative (default 0.10)")
+    check.add_argument("--repeat", type=int, metavar="N", help="repeats (default 3, quick 1)")
     report = sub.add_parser("report", help="write the markdown of a run from its --json file")
     report.add_argument("json_path", metavar="JSON")
     report.add_argument("--markdown", metavar="PATH", required=True)
@@ -173,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pipeline_serve = sub.add_parser("pipeline-serve", help=argparse.SUPPRESS)
     pipeline_serve.add_argument("--quick", action="store_true")
     child = sub.add_parser("scale-child", help=argparse.SUPPRESS)
-    child.add_argument("child_args", nargs=3)
+    child.add_argument("child_args", nargs="+")
     args = parser.parse_args(argv)
     if args.command == "scale-child":
         from ._scale import child_main
@@ -184,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         serve_pipeline(args.quick)
         return 0
+    if args.command == "verify":
+        return _verify(args)
     if args.command == "list":
         for bench in _registry():
             print(f"{bench.name:24} {bench.description}")

@@ -38,37 +38,43 @@ def _tool_events(deltas: int, chunk: int = 16) -> list[dict[str, Any]]:
     return events
 
 
-def _time_ours(events: list[dict[str, Any]]) -> float:
+def _time_ours(events: list[dict[str, Any]]) -> tuple[float, float]:
+    """(CPU, wall) seconds to feed *events* (decoded dicts) to a MessageAccumulator."""
     from trio_agent import MessageAccumulator
 
     acc = MessageAccumulator()
     feed = acc.feed
     gc.collect()
-    t0 = time.perf_counter()
+    cpu0, t0 = time.process_time(), time.perf_counter()
     for event in events:
         feed(event)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - cpu0, time.perf_counter() - t0
     assert acc.message.stop_reason is not None
     return elapsed
 
 
-def _time_sdk(events: list[dict[str, Any]]) -> float:
+def _time_sdk(events: list[dict[str, Any]], *, construct: bool = False) -> tuple[float, float]:
+    """(CPU, wall) seconds of the SDK's ``accumulate_event`` over *events*; with
+    *construct*, building its event objects from the dicts is timed too, as its
+    real stream pays it."""
     from anthropic._models import construct_type_unchecked
     from anthropic.lib.streaming._messages import accumulate_event
     from anthropic.types import RawMessageStreamEvent
 
-    # Build the SDK's event objects outside the timed region: only accumulation is timed.
-    sdk_events = [
-        construct_type_unchecked(type_=RawMessageStreamEvent, value=e)  # type: ignore[arg-type]
-        for e in events
-    ]
+    def build(values: list[dict[str, Any]]) -> list[Any]:
+        return [
+            construct_type_unchecked(type_=RawMessageStreamEvent, value=e)  # type: ignore[arg-type]
+            for e in values
+        ]
+
+    sdk_events = None if construct else build(events)
     snapshot = None
     json_bufs: dict[int, bytes] = {}
     gc.collect()
-    t0 = time.perf_counter()
-    for event in sdk_events:
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    for event in sdk_events if sdk_events is not None else build(events):
         snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=json_bufs)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - cpu0, time.perf_counter() - t0
     assert snapshot is not None
     assert snapshot.stop_reason is not None
     return elapsed
@@ -76,7 +82,8 @@ def _time_sdk(events: list[dict[str, Any]]) -> float:
 
 def bench_accumulator(config: Config) -> list[Series]:
     name = "accumulator"
-    cases = [("text 20k deltas", _text_events(5_000 if config.quick else 20_000))]
+    text = f"text {5 if config.quick else 20}k deltas"
+    cases = [(text, _text_events(5_000 if config.quick else 20_000))]
     tool_sizes = [2_000, 8_000]
     cases += [(f"tool input {n // 1000}k deltas", _tool_events(n)) for n in tool_sizes]
     out: list[Series] = []
@@ -93,26 +100,50 @@ def bench_accumulator(config: Config) -> list[Series]:
         sdk = Series(
             name, "sdk accumulate_event", metric, "ms", subject="trio_agent", skipped=sdk_error
         )
+        cpu_metric = f"CPU {metric}"
+        ours_cpu = Series(name, "trio_agent", cpu_metric, "ms")
+        sdk_cpu = Series(
+            name, "sdk accumulate_event", cpu_metric, "ms", subject="trio_agent", skipped=sdk_error
+        )
+        built = Series(
+            name,
+            "sdk accumulate_event + event construction",
+            cpu_metric,
+            "ms",
+            subject="trio_agent",
+            skipped=sdk_error,
+        )
+        with_build = metric == text
         for _ in range(repeat):
-            ours.samples.append(_time_ours(events) * 1e3)
+            # Interleaved; GC on and collected before each side alike.
+            cpu, wall = _time_ours(events)
+            ours.samples.append(wall * 1e3)
+            ours_cpu.samples.append(cpu * 1e3)
             if sdk_error is None:
-                sdk.samples.append(_time_sdk(events) * 1e3)
-        out += [ours, sdk]
+                cpu, wall = _time_sdk(events)
+                sdk.samples.append(wall * 1e3)
+                sdk_cpu.samples.append(cpu * 1e3)
+                if with_build:
+                    built.samples.append(_time_sdk(events, construct=True)[0] * 1e3)
+        out += [ours, sdk, ours_cpu, sdk_cpu]
+        if with_build:
+            built.note = "the SDK builds its pydantic event objects from the decoded dicts"
+            out.append(built)
         if metric.startswith("tool input"):
             size = sum(
                 len(e["delta"]["partial_json"])
                 for e in events
                 if e["type"] == "content_block_delta"
             )
-            per_byte[metric] = [ms * 1e6 / size for ms in ours.samples]
-    # Linearity: time per input byte at 2k deltas vs 8k deltas (flat = linear).
+            per_byte[metric] = [ms * 1e6 / size for ms in ours_cpu.samples]
+    # Linearity: CPU time per input byte at 2k deltas vs 8k deltas (flat = linear).
     first = f"tool input {tool_sizes[0] // 1000}k deltas"
     for metric, samples in per_byte.items():
         out.append(
             Series(
                 name,
                 f"trio_agent {metric}",
-                "tool input ns/byte",
+                "tool input CPU ns/byte",
                 "ns/byte",
                 samples,
                 subject=f"trio_agent {first}" if metric != first else None,
@@ -174,8 +205,13 @@ def _late() -> list[Benchmark]:
         ),
         Benchmark(
             "scale",
-            "1,000 concurrent agents on the loopback server: time, RSS",
+            "1,000 concurrent agents on the loopback server: CPU, GC, time, RSS",
             _needs("open_tool_executor", _scale.bench_scale, "scale"),
+        ),
+        Benchmark(
+            "scale_10k",
+            "10,000 concurrent Sessions in one process: peak RSS",
+            _needs("open_tool_executor", _scale.bench_scale_10k, "scale_10k"),
         ),
     ]
 

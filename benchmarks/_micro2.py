@@ -40,41 +40,45 @@ async def _noop(_input: Mapping[str, Any], _ctx: Any) -> str:
     return "ok"
 
 
-async def _executor_dispatch(n: int, max_concurrency: int) -> float:
+async def _executor_dispatch(n: int, max_concurrency: int) -> tuple[float, float]:
     from trio_agent import open_tool_executor
 
     tools = [_tool("noop", _noop)]
     blocks = _blocks(n, "noop")
     received = 0
-    t0 = time.perf_counter()
+    cpu0, t0 = time.process_time(), time.perf_counter()
     async with open_tool_executor(tools, max_concurrency=max_concurrency) as executor:
         for block in blocks:
             executor.add_tool(block)
         executor.finish()
         async for _result in executor.results:
             received += 1
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - cpu0, time.perf_counter() - t0
     assert received == n
     return elapsed
 
 
-async def _bare_dispatch(n: int) -> float:
+async def _bare_dispatch(n: int) -> tuple[float, float]:
+    """The bare design, yielding as the executor does: a task per call, in its own
+    cancel scope, runs the tool and hands its result over without waiting (an
+    unbounded channel's ``send_nowait``, like the executor's buffer); the consumer
+    receives each result (one checkpoint each, like ``executor.results``)."""
     received = 0
-    t0 = time.perf_counter()
+    cpu0, t0 = time.process_time(), time.perf_counter()
     send, recv = trio.open_memory_channel[str](math.inf)
 
-    async def task(send: trio.MemorySendChannel[str]) -> None:
-        async with send:
-            await send.send("ok")
+    async def task() -> None:
+        with trio.CancelScope():
+            send.send_nowait(await _noop({}, None))
 
     async with trio.open_nursery() as nursery:
-        async with send:
+        for _ in range(n):
+            nursery.start_soon(task)
+        with recv:
             for _ in range(n):
-                nursery.start_soon(task, send.clone())
-        async with recv:
-            async for _ in recv:
+                await recv.receive()
                 received += 1
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - cpu0, time.perf_counter() - t0
     assert received == n
     return elapsed
 
@@ -82,16 +86,33 @@ async def _bare_dispatch(n: int) -> float:
 def bench_dispatch(config: Any) -> list[Series]:
     n = 2_000 if config.quick else 10_000
     name, metric = "dispatch", f"us per no-op tool (N={n})"
+    cpu_metric = f"CPU us per no-op tool (N={n})"
     ours = Series(name, "trio_agent executor (max_concurrency=N)", metric, "us")
     ours10 = Series(
         name, "trio_agent executor (max_concurrency=10)", metric, "us", subject=ours.contestant
     )
-    bare = Series(name, "bare trio nursery + memory channel", metric, "us", subject=ours.contestant)
-    for _ in range(max(config.repeat, 3)):
-        ours.samples.append(trio.run(_executor_dispatch, n, n) / n * 1e6)
-        ours10.samples.append(trio.run(_executor_dispatch, n, 10) / n * 1e6)
-        bare.samples.append(trio.run(_bare_dispatch, n) / n * 1e6)
-    return [ours, ours10, bare]
+    bare = Series(
+        name, "bare trio: task + cancel scope + channel", metric, "us", subject=ours.contestant
+    )
+    ours_cpu = Series(name, ours.contestant, cpu_metric, "us")
+    ours10_cpu = Series(name, ours10.contestant, cpu_metric, "us", subject=ours.contestant)
+    bare_cpu = Series(name, bare.contestant, cpu_metric, "us", subject=ours.contestant)
+    runs = (
+        (ours, ours_cpu, lambda: trio.run(_executor_dispatch, n, n)),
+        (ours10, ours10_cpu, lambda: trio.run(_executor_dispatch, n, 10)),
+        (bare, bare_cpu, lambda: trio.run(_bare_dispatch, n)),
+    )
+    for i in range(max(config.repeat, 3)):
+        # Interleaved, the order rotating each round; GC on for all.
+        for wall_row, cpu_row, run in runs[i % 3 :] + runs[: i % 3]:
+            cpu, wall = run()
+            wall_row.samples.append(wall / n * 1e6)
+            cpu_row.samples.append(cpu / n * 1e6)
+    ours.note = (
+        "no-op tools; both sides: a task and a cancel scope per call, results handed "
+        "over without waiting, one checkpoint per result received"
+    )
+    return [ours, ours10, bare, ours_cpu, ours10_cpu, bare_cpu]
 
 
 # --- cancellation latency ---------------------------------------------------------------
@@ -128,24 +149,27 @@ async def _executor_cancel(n: int) -> float:
 
 
 async def _bare_cancel(n: int) -> float:
+    """The bare design the goal names: a task per call in its own cancel scope; the
+    failure cancels each sibling's scope and the consumer receives a result for
+    each (as the executor's consumer does), from the failure on."""
     send, recv = trio.open_memory_channel[str](math.inf)
-    received = 0
+    scopes: list[trio.CancelScope] = []
 
-    async def waiter(send: trio.MemorySendChannel[str]) -> None:
-        try:
+    async def waiter() -> None:
+        with trio.CancelScope() as scope:
+            scopes.append(scope)
             await trio.sleep_forever()
-        finally:
-            send.send_nowait("cancelled")
+        send.send_nowait("cancelled")
 
     async with trio.open_nursery() as nursery:
         for _ in range(n):
-            nursery.start_soon(waiter, send)
+            nursery.start_soon(waiter)
         await trio.testing.wait_all_tasks_blocked()
         t0 = time.perf_counter()
-        nursery.cancel_scope.cancel()
-    while received < n:
-        recv.receive_nowait()
-        received += 1
+        for scope in scopes:
+            scope.cancel()
+        for _ in range(n):
+            await recv.receive()
     return time.perf_counter() - t0
 
 
@@ -153,10 +177,15 @@ def bench_cancellation(config: Any) -> list[Series]:
     n = 1_000
     name, metric = "cancellation", f"ms until {n} synthetic results received"
     ours = Series(name, "trio_agent executor (sibling_error cascade)", metric, "ms")
-    bare = Series(name, "bare trio cancel scope", metric, "ms", subject=ours.contestant)
-    for _ in range(max(config.repeat, 3)):
-        ours.samples.append(trio.run(_executor_cancel, n) * 1e3)
-        bare.samples.append(trio.run(_bare_cancel, n) * 1e3)
+    bare = Series(name, "bare trio, a cancel scope per task", metric, "ms", subject=ours.contestant)
+    for i in range(max(config.repeat, 3)):
+        # Interleaved, the order flipping each round; GC on for both.
+        if i % 2:
+            bare.samples.append(trio.run(_bare_cancel, n) * 1e3)
+            ours.samples.append(trio.run(_executor_cancel, n) * 1e3)
+        else:
+            ours.samples.append(trio.run(_executor_cancel, n) * 1e3)
+            bare.samples.append(trio.run(_bare_cancel, n) * 1e3)
     return [ours, bare]
 
 

@@ -174,8 +174,8 @@ def targets(series: Sequence[Series]) -> list[Row]:
         )
     )
     for label, metric, goal in (
-        ("text (20k deltas)", "text 20k deltas", 10.0),
-        ("tool input in 8k deltas", "tool input 8k deltas", 50.0),
+        ("text (20k deltas), CPU", "CPU text 20k deltas", 10.0),
+        ("tool input in 8k deltas, CPU", "CPU tool input 8k deltas", 50.0),
     ):
         rows.append(
             _ratio_row(
@@ -216,6 +216,18 @@ def targets(series: Sequence[Series]) -> list[Row]:
             lambda v: v < 5.0,
         )
     )
+    rows.append(
+        _ratio_row(
+            series,
+            "cancelling 1,000 siblings <= 1.3x bare Trio with a cancel scope per task",
+            "cancellation",
+            "trio_agent",
+            "bare trio, a cancel scope per task",
+            "ms until",
+            lambda r: f"{r:.2f}x bare Trio (a cancel scope per task)",
+            lambda r: r <= 1.3,
+        )
+    )
     for tools in (100, 10):
         bare = _find(
             series, "progress", "bare trio", f"p99 latency ctx.progress -> consumer ({tools} "
@@ -234,6 +246,40 @@ def targets(series: Sequence[Series]) -> list[Row]:
                 lambda v: v < 1000.0,
             )
         )
+    rows.append(
+        _ratio_row(
+            series,
+            "Session CPU per turn <= 1.25x the after-stream loop, GC on, N = 1,000",
+            "scale",
+            "trio_agent Session",
+            "after-stream parallel (same client)",
+            "CPU per turn",
+            lambda r: f"{r:.2f}x the after-stream loop's CPU per turn",
+            lambda r: r <= 1.25,
+        )
+    )
+    big = _find(series, "scale_10k", "trio_agent", "peak RSS")
+    served = _find(series, "scale_10k", "trio_agent", "turns completed")
+    rows.append(
+        _value_row(
+            series,
+            "10,000 concurrent sessions in < 1 GB peak RSS",
+            "scale_10k",
+            "trio_agent",
+            "peak RSS",
+            lambda s: (
+                f"{s.median:.0f} MB peak RSS ({s.metric.split(', ')[-1]}); "
+                + (f"{served.median:.0f} {served.metric}" if served is not None else "")
+            ),
+            lambda v: (
+                v < 1024.0
+                and big is not None
+                and "10000" in big.metric
+                and served is not None
+                and served.median == 10_000
+            ),
+        )
+    )
     peak = _find(series, "scale", "trio_agent", "peak RSS")
     agents = peak.metric.rsplit(",", 1)[-1].strip() if peak is not None else ""
     rows.append(

@@ -18,7 +18,13 @@ import attrs
 import trio
 
 from .._exceptions import APIError, OverloadedError, StreamError, StreamStalledError
-from .._executor import DEFAULT_MAX_RESULT_CHARS, ToolExecutor, ToolResult, open_tool_executor
+from .._executor import (
+    DEFAULT_MAX_RESULT_CHARS,
+    ToolExecutor,
+    ToolFinished,
+    ToolResult,
+    open_tool_executor,
+)
 from .._messages import (
     AssistantMessage,
     ContentBlock,
@@ -79,6 +85,8 @@ class Attempt:
     stalls: int = 0
     #: The tools' shared context after this call.
     context: Any = None
+    #: The ids of the tool uses added to the executor, in order.
+    added: list[str] = attrs.field(factory=list[str])
 
     @property
     def delivered(self) -> bool:
@@ -157,11 +165,12 @@ class ModelCaller:
     tool_input_deltas: bool = True
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
     calls: int = 0
+    #: Whether the client takes ``on_retry`` and has ``create()`` (checked once: an
+    #: isinstance() against a runtime-checkable Protocol is slow).
+    recoverable: bool = attrs.field(init=False)
 
-    @property
-    def recoverable(self) -> bool:
-        """Whether the client takes ``on_retry`` and has ``create()``."""
-        return isinstance(self.client, RecoverableModelClient)
+    def __attrs_post_init__(self) -> None:
+        self.recoverable = isinstance(self.client, RecoverableModelClient)
 
     async def call(self, state: State) -> Attempt:
         """Stream one answer for *state* (or, for the last resort, request it whole);
@@ -189,15 +198,13 @@ class ModelCaller:
                 ) as executor,
                 trio.open_nursery() as nursery,
             ):
-                nursery.start_soon(self._forward_progress, executor)
-                nursery.start_soon(self._collect_results, executor, attempt)
                 attach_executor(executor)
                 try:
                     with self.control.interrupting_stream(stream_scope), stream_scope:
                         if state.non_streaming:
-                            await self._create(state, executor, attempt)
+                            await self._create(state, executor, attempt, nursery)
                         else:
-                            await self._stream(state, executor, attempt)
+                            await self._stream(state, executor, attempt, nursery)
                 except (APIError, StreamError) as exc:
                     attempt.error = exc
                     executor.discard()
@@ -245,15 +252,15 @@ class ModelCaller:
                     can_use_tool=decide,
                     max_concurrency=self.max_tool_concurrency,
                     context=state.context,
+                    tool_timeout=self.tool_timeout,
+                    max_result_chars=self.max_result_chars,
                 ) as executor,
                 trio.open_nursery() as nursery,
             ):
-                nursery.start_soon(self._forward_progress, executor)
-                nursery.start_soon(self._collect_results, executor, attempt)
                 attach_executor(executor)
                 for block in calls:
                     attempt.blocks.append(block)
-                    executor.add_tool(block)
+                    self._add_tool(executor, attempt, block, nursery)
                 executor.finish()
         assert executor is not None
         attempt.context = executor.context
@@ -293,7 +300,9 @@ class ModelCaller:
             request["on_retry"] = self._on_retry(state, attempt)
         return request
 
-    async def _create(self, state: State, executor: ToolExecutor, attempt: Attempt) -> None:
+    async def _create(
+        self, state: State, executor: ToolExecutor, attempt: Attempt, nursery: trio.Nursery
+    ) -> None:
         """The last resort: one non-streaming request; its tools run once it is here."""
         assert isinstance(self.client, RecoverableModelClient)
         result = await self.client.create(**self._request(state, attempt))
@@ -301,7 +310,7 @@ class ModelCaller:
         for index, block in enumerate(result.message.content):
             attempt.blocks.append(block)
             if isinstance(block, ToolUseBlock):
-                executor.add_tool(block)
+                self._add_tool(executor, attempt, block, nursery)
             await self.send.send(BlockFinished(index, block))
         attempt.result = result
         if result.message.stop_reason == "refusal":
@@ -322,7 +331,9 @@ class ModelCaller:
                 f"the stream stalled {attempt.stalls} times (max_stalls={self.max_stalls})"
             )
 
-    async def _stream(self, state: State, executor: ToolExecutor, attempt: Attempt) -> None:
+    async def _stream(
+        self, state: State, executor: ToolExecutor, attempt: Attempt, nursery: trio.Nursery
+    ) -> None:
         index = 0
         last: float | None = None
         inputs = PartialInputs() if self.tool_input_deltas else None
@@ -347,7 +358,7 @@ class ModelCaller:
                         await self.send.send(BlockFinished(index, block))
                         attempt.blocks.append(block)
                         if isinstance(block, ToolUseBlock):
-                            executor.add_tool(block)
+                            self._add_tool(executor, attempt, block, nursery)
                 else:
                     attempt.result = item
                     if item.message.stop_reason == "refusal":
@@ -374,16 +385,45 @@ class ModelCaller:
         await self.send.send(rec.merge_paused(state.paused, attempt.result.message))
         attempt.answer_sent = True
 
-    async def _forward_progress(self, executor: ToolExecutor) -> None:
-        # The progress channel ends once every call has finished after finish() or
-        # discard(), so this task never outlives the attempt's tools.
+    def _add_tool(
+        self, executor: ToolExecutor, attempt: Attempt, block: ToolUseBlock, nursery: trio.Nursery
+    ) -> None:
+        """Add *block*'s call; the first one starts the forwarding task (a call
+        without tools needs none)."""
+        executor.add_tool(block)
+        attempt.added.append(block.id)
+        if len(attempt.added) == 1:
+            nursery.start_soon(self._forward, executor, attempt)
+
+    async def _forward(self, executor: ToolExecutor, attempt: Attempt) -> None:
+        """Forward the executor's progress as it comes and, after each
+        ``ToolFinished``, the results now ready, in order: one task per call.
+
+        The executor sends a call's ``ToolFinished`` before it delivers its result,
+        and delivers results in ``add_tool`` order, so the results ready are those
+        of the longest prefix of ``attempt.added`` whose calls have finished:
+        receiving them never waits. The progress channel ends once every call has
+        finished after ``finish()`` or ``discard()``, so this task never outlives
+        the attempt's tools.
+        """
+        finished: set[str] = set()
+        ready = 0  # attempt.added[:ready] are received
+        results: trio.abc.ReceiveChannel[ToolResult] | None = executor.results
         async for item in executor.progress:
             await self.send.send(item)
-
-    async def _collect_results(self, executor: ToolExecutor, attempt: Attempt) -> None:
-        async for result in executor.results:
-            attempt.received[result.tool_use_id] = result
-            await self.send.send(result)
-            attempt.sent.add(result.tool_use_id)
+            if not isinstance(item, ToolFinished):
+                continue
+            finished.add(item.tool_use_id)
+            added = attempt.added
+            while results is not None and ready < len(added) and added[ready] in finished:
+                try:
+                    result = await results.receive()
+                except trio.EndOfChannel:  # discarded: the rest is for drain()
+                    results = None
+                    break
+                ready += 1
+                attempt.received[result.tool_use_id] = result
+                await self.send.send(result)
+                attempt.sent.add(result.tool_use_id)
 
     # -- endings ------------------------------------------------------------------

@@ -49,7 +49,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, cast
 
 import attrs
 import trio
@@ -729,7 +729,8 @@ async def query(
         max_result_chars=max_result_chars,
     )
     if retry is None:
-        retry = client.retry if isinstance(client, RecoverableModelClient) else RetryPolicy()
+        # caller.recoverable is the isinstance() check, done once.
+        retry = cast(RecoverableModelClient, client).retry if caller.recoverable else RetryPolicy()
     loop = _Loop(
         caller=caller,
         max_turns=max_turns,

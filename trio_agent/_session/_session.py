@@ -377,35 +377,32 @@ class Session:
         approvals: Mapping[str, PermissionDecision] | None,
     ) -> AsyncGenerator[trio.abc.ReceiveChannel[QueryEvent]]:
         control = self._control = TurnControl()
-        async with (
-            query(
-                self.client,
-                self.messages,
-                tools=self.tools,
-                system=self.system,
-                model=self.model,
-                max_tokens=self.max_tokens,
-                can_use_tool=self.can_use_tool,
-                max_turns=self.max_turns,
-                fallback_model=self.fallback_model,
-                stop_hooks=self.stop_hooks,
-                compactor=self.compactor,
-                max_tool_concurrency=self.max_tool_concurrency,
-                tool_timeout=self.tool_timeout,
-                control=control,
-                context=self.context,
-                token_budget=self.token_budget,
-                output_token_cap=self.output_token_cap,
-                max_stalls=self.max_stalls,
-                auto_compact=self.auto_compact,
-                pending=pending,
-                approvals=approvals,
-                max_result_chars=self.max_result_chars,
-                **self.params,
-            ) as events,
-            _observed(events, self._on_event) as observed,
-        ):
-            yield observed
+        async with query(
+            self.client,
+            self.messages,
+            tools=self.tools,
+            system=self.system,
+            model=self.model,
+            max_tokens=self.max_tokens,
+            can_use_tool=self.can_use_tool,
+            max_turns=self.max_turns,
+            fallback_model=self.fallback_model,
+            stop_hooks=self.stop_hooks,
+            compactor=self.compactor,
+            max_tool_concurrency=self.max_tool_concurrency,
+            tool_timeout=self.tool_timeout,
+            control=control,
+            context=self.context,
+            token_budget=self.token_budget,
+            output_token_cap=self.output_token_cap,
+            max_stalls=self.max_stalls,
+            auto_compact=self.auto_compact,
+            pending=pending,
+            approvals=approvals,
+            max_result_chars=self.max_result_chars,
+            **self.params,
+        ) as events:
+            yield _Observed(events, self._on_event)
 
     def _on_event(self, event: QueryEvent) -> None:
         """Keep the history, the transcript and the usage up to date with *event*."""
@@ -438,10 +435,24 @@ class Session:
                     self._open_writer().append_pending(event.pending)
 
 
-@trio.as_safe_channel
-async def _observed(
-    events: trio.abc.ReceiveChannel[QueryEvent], on_event: Callable[[QueryEvent], None]
-) -> AsyncGenerator[QueryEvent]:
-    async for event in events:
-        on_event(event)
-        yield event
+@final
+class _Observed(trio.abc.ReceiveChannel[QueryEvent]):
+    """The turn's events, each shown to *on_event* as the consumer receives it.
+
+    It runs in the consumer's task: no task, nursery or channel hop of its own.
+    An error of *on_event* (a transcript write) is raised by ``receive()``.
+    """
+
+    def __init__(
+        self, events: trio.abc.ReceiveChannel[QueryEvent], on_event: Callable[[QueryEvent], None]
+    ) -> None:
+        self._events = events
+        self._on_event = on_event
+
+    async def receive(self) -> QueryEvent:
+        event = await self._events.receive()
+        self._on_event(event)
+        return event
+
+    async def aclose(self) -> None:
+        await self._events.aclose()
