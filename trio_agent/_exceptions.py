@@ -27,7 +27,9 @@ The tree::
     ├── ToolDefinitionError          a Tool was declared wrongly (bad schema, name...)
     ├── ExecutorClosedError          add_tool() after finish() or discard()
     ├── WorkspaceError               a path escapes the workspace of a built-in tool
-    └── TranscriptError              a transcript file cannot be read back
+    ├── TranscriptError              a transcript file cannot be read back
+    └── DurableError                 the durable engine cannot do what was asked
+                                     (``trio_agent.durable``, the ``durable`` extra)
 """
 
 from __future__ import annotations
