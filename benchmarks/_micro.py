@@ -144,7 +144,7 @@ def _needs(
 
 
 def _late() -> list[Benchmark]:
-    from . import _micro2, _pipeline, _scale
+    from . import _durable, _micro2, _pipeline, _scale
 
     return [
         Benchmark(
@@ -171,6 +171,11 @@ def _late() -> list[Benchmark]:
             "scale",
             "1,000 concurrent agents on the loopback server: time, RSS",
             _needs("open_tool_executor", _scale.bench_scale, "scale"),
+        ),
+        Benchmark(
+            "durable",
+            "durable turns (DBOS, SQLite) vs plain Session: sessions/s, per-turn overhead",
+            _durable.bench_durable,
         ),
     ]
 
