@@ -1,8 +1,9 @@
 """Postgres: two worker processes share one queue; one is killed with SIGKILL
 mid-turn and restarted; every session completes once.
 
-The default run uses 16 sessions (about 10 s); the ``slow`` variant is the
-issue's scale, 200 sessions, run only with ``TRIO_AGENT_DURABLE_SCALE=1``.
+Two sizes: 16 sessions (6-17 s on 2 cores), and the issue's scale, 200 sessions,
+marked ``slow`` (23-26 s on a quiet 2-core machine, 80-100 s with the machine's other
+jobs; deselect it with ``-m "not slow"``).
 """
 
 from __future__ import annotations
@@ -21,11 +22,6 @@ import trio
 from trio_agent.durable import DurableClient
 
 CONCURRENCY = 4
-# The issue's scale takes 80-100 s on 2 shared cores: too long for every run.
-SCALE_OPT_IN = pytest.mark.skipif(
-    not os.environ.get("TRIO_AGENT_DURABLE_SCALE"),
-    reason="200 sessions (80-100 s on 2 cores): set TRIO_AGENT_DURABLE_SCALE=1 to run it",
-)
 
 
 def _gate_pids(directory: pathlib.Path) -> list[int]:
@@ -36,7 +32,7 @@ def _gate_pids(directory: pathlib.Path) -> list[int]:
     "sessions",
     [
         pytest.param(16, id="16-sessions"),
-        pytest.param(200, marks=[pytest.mark.slow, SCALE_OPT_IN], id="200-sessions"),
+        pytest.param(200, marks=pytest.mark.slow, id="200-sessions"),
     ],
 )
 async def test_two_workers_share_a_queue_and_survive_a_kill(
