@@ -217,7 +217,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     pipeline_serve.add_argument("--quick", action="store_true")
     child = sub.add_parser("scale-child", help=argparse.SUPPRESS)
     child.add_argument("child_args", nargs="+")
+    durable_child = sub.add_parser("durable-child", help=argparse.SUPPRESS)
+    durable_child.add_argument("child_args", nargs=4)
     args = parser.parse_args(argv)
+    if args.command == "durable-child":
+        from ._durable import durable_child
+
+        return durable_child(args.child_args)
     if args.command == "scale-child":
         from ._scale import child_main
 

@@ -54,6 +54,11 @@ repeat. For times, r < 1 means X (trio_agent) is faster than this contestant.
 - **scale**: N `trio_agent.Session`s at once, each submitting one prompt (two model
   calls, two 50 ms reads in between), in a fresh child process (peak RSS is its
   `VmHWM`); compared with the after-stream parallel loop on the same client.
+- **durable**: the scale turn at scale 0 (no model delay, no tool time: only the
+  engine's cost) through `trio_agent.durable` (a worker and a `DurableClient` in one
+  fresh child process, on a fresh SQLite file, and on Postgres when
+  `TRIO_AGENT_BENCH_POSTGRES_URL` is set) against plain `Session`s in another:
+  M turns one after the other (wall and CPU per turn), then N sessions at once.
 - The server is trio_agent.testing's loopback h11 server in **its own process**, so it
   competes with no contestant for the GIL."""
 

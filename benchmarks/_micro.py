@@ -175,7 +175,7 @@ def _needs(
 
 
 def _late() -> list[Benchmark]:
-    from . import _micro2, _pipeline, _scale, _storm
+    from . import _durable, _micro2, _pipeline, _scale, _storm
 
     return [
         Benchmark(
@@ -212,6 +212,11 @@ def _late() -> list[Benchmark]:
             "scale_10k",
             "10,000 concurrent Sessions in one process: peak RSS",
             _needs("open_tool_executor", _scale.bench_scale_10k, "scale_10k"),
+        ),
+        Benchmark(
+            "durable",
+            "durable turns (DBOS, SQLite) vs plain Session: sessions/s, per-turn overhead",
+            _durable.bench_durable,
         ),
     ]
 

@@ -29,7 +29,9 @@ The tree::
     ├── ExecutorClosedError          add_tool() after finish() or discard()
     ├── ClientClosedError            a model client used after ``aclose()``
     ├── WorkspaceError               a path escapes the workspace of a built-in tool
-    └── TranscriptError              a transcript file cannot be read back
+    ├── TranscriptError              a transcript file cannot be read back
+    └── DurableError                 the durable engine cannot do what was asked
+                                     (``trio_agent.durable``, the ``durable`` extra)
 """
 
 from __future__ import annotations

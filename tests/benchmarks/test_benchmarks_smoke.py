@@ -37,6 +37,7 @@ def test_list_names_every_benchmark() -> None:
         "cancellation",
         "progress",
         "scale",
+        "durable",
         "e2e.seed1",
         "e2e.bash_cascade",
         "e2e.fifty_safe",
@@ -90,9 +91,10 @@ def _run_in_own_group(argv: list[str], timeout: float) -> subprocess.CompletedPr
 
 # A representative subset keeps the suite fast: one micro-benchmark and one end-to-end
 # scenario with every contestant (trio_agent via query(), the ideal from
-# reference_schedule, the after-stream loops and the peers). `run --quick` itself runs
+# reference_schedule, the after-stream loops and the peers), and the durable row (a
+# worker in a child process against plain Sessions). `run --quick` itself runs
 # everything (under a minute on 2 cores).
-SUBSET = ("dispatch", "e2e.seed1")
+SUBSET = ("dispatch", "e2e.seed1", "durable")
 
 
 @pytest.mark.slow
@@ -135,13 +137,21 @@ def test_quick_run_is_sane(tmp_path: Path) -> None:
     } <= contestants
     ran = [s for s in data["series"] if not s["skipped"]]
     assert {s["contestant"] for s in ran} >= {"trio_agent", "ideal"}  # the subject really ran
+    durable = {s["contestant"] for s in ran if s["benchmark"] == "durable"}
+    assert {
+        "trio_agent.durable (DBOS, SQLite)",
+        "trio_agent Session (plain)",
+        "durable (SQLite) - plain",
+    } <= durable
     for series in data["series"]:
         assert series["errors"] == [], series
         if series["skipped"]:
             assert series["samples"] == []
             continue
         assert series["samples"], series
-        assert all(math.isfinite(v) and v >= 0 for v in series["samples"]), series
+        assert all(math.isfinite(v) for v in series["samples"]), series
+        if not series["contestant"].endswith("- plain"):  # a difference may be negative
+            assert all(v >= 0 for v in series["samples"]), series
         if series["subject"] is not None and 0 not in series["samples"]:
             assert series["ratio"] is not None, series
             assert series["ratio"] > 0, series

@@ -121,3 +121,25 @@ async def test_submit_waits_and_prints_the_summary(
     err = capsys.readouterr().err
     assert "DurableError" in err
     assert "no agent named 'nobody-here'" in err
+
+
+@pytest.mark.parametrize(
+    ("command", "hidden"), [("worker", "dbos"), ("submit", "trio_agent.durable._journal")]
+)
+def test_without_the_extra_the_install_hint_is_printed_once(command: str, hidden: str) -> None:
+    argv = (
+        ["worker", "--app", "x:y"] if command == "worker" else ["submit", "s", "p", "--agent", "a"]
+    )
+    code = (
+        f"import sys\nsys.modules[{hidden!r}] = None\n"
+        "from trio_agent._cli import main\n"
+        f"sys.exit(main({argv!r}))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.count("pip install 'trio-agent[durable]'") == 1, run.stderr
+    assert run.stderr.startswith("trio-agent: "), run.stderr
+    assert hidden in run.stderr
+    assert "Traceback" not in run.stderr

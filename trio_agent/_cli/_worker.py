@@ -60,13 +60,17 @@ def add_worker_commands(subparsers: Any) -> None:
     submit.set_defaults(func=_submit_command)
 
 
+_HINT = "pip install 'trio-agent[durable]'"
+
+
 def _durable() -> Any:
     try:
         from .. import durable
     except ImportError as exc:
-        sys.stderr.write(
-            f"trio-agent: the durable extra is missing ({exc}): pip install 'trio-agent[durable]'\n"
-        )
+        # trio_agent.durable's own error already names the extra when dbos is missing.
+        said = str(exc)
+        hint = "" if _HINT in said else f": the durable extra is missing, {_HINT}"
+        sys.stderr.write(f"trio-agent: {said}{hint}\n")
         return None
     return durable
 

@@ -19,6 +19,7 @@ Every method is blocking (SQLAlchemy); the worker calls them from threads.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast, final
 
@@ -36,7 +37,7 @@ from .. import (
 )
 from ._errors import DurableError
 
-__all__ = ["SqlSessionStore", "engine_url"]
+__all__ = ["SqlSessionStore", "engine_url", "redact_url"]
 
 _META = sa.MetaData()
 _MESSAGES = sa.Table(
@@ -76,12 +77,42 @@ _PENDING = sa.Table(
 )
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def redact_url(text: str) -> str:
+    """*text* (a database URL, maybe malformed) with any ``user:password@`` password as ``***``.
+
+    Textual, so it also works on what no URL parser accepts: everything from the
+    first ``:`` after the scheme to the last ``@`` goes (a password may hold ``@``,
+    ``:`` or ``/``); it may hide more than the password, never less.
+    """
+    at = text.rfind("@")
+    if at < 0:
+        return text
+    scheme = _SCHEME.match(text)
+    start = scheme.end() if scheme is not None and scheme.end() <= at else 0
+    colon = text.find(":", start, at)
+    if colon < 0:
+        return text
+    return f"{text[: colon + 1]}***{text[at:]}"
+
+
 def engine_url(database_url: str) -> sa.URL:
-    """*database_url* (``sqlite:///file`` or ``postgresql://...``) with the driver we use."""
+    """*database_url* (``sqlite:///file`` or ``postgresql://...``) with the driver we use.
+
+    Raises:
+        DurableError: not a URL, or not SQLite or Postgres; the message never
+            shows the URL's password.
+    """
+    if not isinstance(database_url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise DurableError(f"a database URL is a string, not {type(database_url).__name__}")
     try:
         url = sa.make_url(database_url)
-    except sqlalchemy.exc.ArgumentError as exc:
-        raise DurableError(f"not a database URL: {database_url!r:.200}") from exc
+    except (sqlalchemy.exc.ArgumentError, ValueError):  # ValueError: a port that is no int
+        # Not chained: the parser's error may quote the URL, password and all.
+        shown = redact_url(database_url)
+        raise DurableError(f"not a database URL: {shown!r:.200}") from None
     if url.get_backend_name() in ("postgresql", "postgres"):
         return url.set(drivername="postgresql+psycopg")
     if url.get_backend_name() == "sqlite":
