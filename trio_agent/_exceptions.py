@@ -30,6 +30,9 @@ The tree::
     ├── ClientClosedError            a model client used after ``aclose()``
     ├── WorkspaceError               a path escapes the workspace of a built-in tool
     ├── TranscriptError              a transcript file cannot be read back
+    ├── PermissionRuleError          a permission rule that cannot be parsed (also ValueError)
+    ├── MCPConfigError               a malformed ``.mcp.json`` entry (trio_agent.mcp; ValueError)
+    ├── ScenarioError                a bad scenario for the harness (trio_agent.testing)
     └── DurableError                 the durable engine cannot do what was asked
                                      (``trio_agent.durable``, the ``durable`` extra)
 """

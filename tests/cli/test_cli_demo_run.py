@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import signal
@@ -132,47 +133,31 @@ WRITE = ScriptedAnswer(
 )
 
 
-class Stdout:
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.parts.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
-
-
 async def test_run_asks_and_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[str] = []
     monkeypatch.setattr(cli_agent, "input_line", lambda q: asked.append(q) or "y\n")
     model = ScriptedModel([WRITE, ScriptedAnswer(blocks=[TextBlock("Written.")])])
-    out = Stdout()
+    out = io.StringIO()
     args = run_args(tmp_path)
     assert await cli_agent.run_prompt(args, client=model.client(), out=out) == 0  # type: ignore[arg-type]
     assert (tmp_path / "note.txt").read_text() == "hello\n"
     assert len(asked) == 1
     assert "Allow Write(" in asked[0]  # Read is allowed without asking
-    assert "→ Write(" in out.text
-    assert "Written." in out.text
-    assert "[completed; 2 model calls;" in out.text
-    assert "~$" in out.text  # a known model family: a cost estimate
+    assert "→ Write(" in out.getvalue()
+    assert "Written." in out.getvalue()
+    assert "[completed; 2 model calls;" in out.getvalue()
+    assert "~$" in out.getvalue()  # a known model family: a cost estimate
     check_history(read_transcript(args.transcript).messages, strict=True)
 
 
 async def test_run_denied_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli_agent, "input_line", lambda q: "n\n")
     model = ScriptedModel([WRITE, ScriptedAnswer(blocks=[TextBlock("OK, I won't.")])])
-    out = Stdout()
+    out = io.StringIO()
     args = run_args(tmp_path, json=True)
     assert await cli_agent.run_prompt(args, client=model.client(), out=out) == 0  # type: ignore[arg-type]
     assert not (tmp_path / "note.txt").exists()
-    records = [json.loads(line) for line in out.text.splitlines()]
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
     results = {r["tool_use_id"]: r for r in records if r["type"] == "ToolResult"}
     assert results["toolu_w"]["is_error"]
     assert "The user said no." in results["toolu_w"]["content"]
@@ -193,7 +178,7 @@ async def test_run_ctrl_c_aborts_the_turn(
 
     monkeypatch.setattr(cli_agent, "input_line", ctrl_c_then_wait)
     model = ScriptedModel([WRITE])
-    out = Stdout()
+    out = io.StringIO()
     args = run_args(tmp_path)
     try:
         status = await cli_agent.run_prompt(args, client=model.client(), out=out)  # type: ignore[arg-type]
@@ -201,7 +186,7 @@ async def test_run_ctrl_c_aborts_the_turn(
         release.set()
     assert status == 130
     assert "aborting the turn" in capsys.readouterr().err
-    assert "[aborted_" in out.text  # streaming or tools: when the signal lands
+    assert "[aborted_" in out.getvalue()  # streaming or tools: when the signal lands
     assert not (tmp_path / "note.txt").exists()
     history = read_transcript(args.transcript).messages
     check_history(history, strict=True)

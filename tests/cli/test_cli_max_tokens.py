@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -11,18 +12,6 @@ import trio_agent._cli._agent as cli_agent
 from trio_agent import TextBlock
 from trio_agent._cli._main import build_parser
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, serve_scripted_model
-
-
-class Out:
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.parts.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        pass
 
 
 @pytest.mark.parametrize(
@@ -41,5 +30,5 @@ async def test_run_escalates_only_its_default(
     async with serve_scripted_model(scripted) as url:
         argv = ["run", "write", "--model", "claude-sonnet-4-5", "--workspace", str(tmp_path)]
         args = build_parser().parse_args([*argv, "--base-url", url, *flags])
-        await cli_agent.run_prompt(args, out=Out(), err=Out())  # type: ignore[arg-type]
+        await cli_agent.run_prompt(args, out=io.StringIO(), err=io.StringIO())  # type: ignore[arg-type]
     assert [r.body["max_tokens"] for r in scripted.requests] == expected

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 from pathlib import Path
 from typing import Any
 
@@ -12,18 +13,6 @@ import trio_agent._cli._agent as cli_agent
 from trio_agent import TextBlock, ToolUseBlock
 from trio_agent._cli._main import build_parser, main
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, serve_scripted_model
-
-
-class Out:
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.parts.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        pass
 
 
 def _args(tmp_path: Path, *, model: str, provider: str | None, base_url: str) -> argparse.Namespace:
@@ -58,11 +47,11 @@ async def test_run_against_an_openai_server(
         ],
         protocol=protocol,
     )
-    out = Out()
+    out = io.StringIO()
     async with serve_scripted_model(scripted) as url:
         args = _args(tmp_path, model=model, provider=provider, base_url=url + "/v1")
         assert await cli_agent.run_prompt(args, out=out) == 0  # type: ignore[arg-type]
-    text = "".join(out.parts)
+    text = out.getvalue()
     assert "It says hello." in text
     assert [r.path for r in scripted.requests] == [path, path]
     assert scripted.requests[0].body["model"] == "gpt-x"  # the prefix is not sent

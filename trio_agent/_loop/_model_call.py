@@ -10,6 +10,7 @@ they come. The call runs in its own *turn scope* (cancelled by
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeAlias
@@ -187,15 +188,7 @@ class ModelCaller:
             self.control.interrupting() as attach_executor,
         ):
             async with (
-                open_tool_executor(
-                    self.tools,
-                    turn_scope=turn_scope,
-                    can_use_tool=self.can_use_tool,
-                    max_concurrency=self.max_tool_concurrency,
-                    context=state.context,
-                    tool_timeout=self.tool_timeout,
-                    max_result_chars=self.max_result_chars,
-                ) as executor,
+                self._open_executor(turn_scope, self.can_use_tool, state.context) as executor,
                 trio.open_nursery() as nursery,
             ):
                 attach_executor(executor)
@@ -246,15 +239,7 @@ class ModelCaller:
             self.control.interrupting() as attach_executor,
         ):
             async with (
-                open_tool_executor(
-                    self.tools,
-                    turn_scope=turn_scope,
-                    can_use_tool=decide,
-                    max_concurrency=self.max_tool_concurrency,
-                    context=state.context,
-                    tool_timeout=self.tool_timeout,
-                    max_result_chars=self.max_result_chars,
-                ) as executor,
+                self._open_executor(turn_scope, decide, state.context) as executor,
                 trio.open_nursery() as nursery,
             ):
                 attach_executor(executor)
@@ -267,6 +252,20 @@ class ModelCaller:
         attempt.drained = list(executor.drain())
         attempt.aborted = turn_scope.cancelled_caught
         return attempt
+
+    def _open_executor(
+        self, turn_scope: trio.CancelScope, can_use_tool: CanUseTool | None, context: Any
+    ) -> contextlib.AbstractAsyncContextManager[ToolExecutor]:
+        """A model call's executor: this query's tools, caps and timeouts."""
+        return open_tool_executor(
+            self.tools,
+            turn_scope=turn_scope,
+            can_use_tool=can_use_tool,
+            max_concurrency=self.max_tool_concurrency,
+            context=context,
+            tool_timeout=self.tool_timeout,
+            max_result_chars=self.max_result_chars,
+        )
 
     def _on_retry(self, state: State, attempt: Attempt) -> RetryObserver:
         """The client's retry observer for this call: counts overloaded answers, and
