@@ -4,8 +4,9 @@ under Trio's structured concurrency.
 The package is the data flow, top to bottom (imports only go down; import-linter
 checks it, see ``[tool.importlinter]`` in pyproject.toml)::
 
-    _messages.py _exceptions.py _tools.py _permissions.py
-                  the shared vocabulary: wire values, errors, Tool, permission answers
+    _messages.py _exceptions.py _tools.py _tool_schema.py _permissions.py
+                  the shared vocabulary: wire values, errors, Tool (and its schema from
+                  type hints), permission answers
     _model/       Layer 1: bytes -> stream items. ModelClient (the protocol the loop
                   depends on), SSE, MessageAccumulator, RetryPolicy, the stall meter,
                   AnthropicClient, OpenAIClient (Responses / Chat Completions)
@@ -16,9 +17,13 @@ checks it, see ``[tool.importlinter]`` in pyproject.toml)::
                   (_model_call.py), the frozen State and its pure transitions
                   (_state.py, _recovery.py), TurnControl, PermissionRules
     _session/     Layer 4: Session (history, usage, interrupt/abort), the transcript
-    _cli/         the trio-agent command: stream, demo, run, replay; the live view
+    _cli/         the trio-agent command: demo, run, chat, replay, stream, worker,
+                  submit; the live view
     tools/        the built-in tools (public)
     testing/      the scripted model and the property-based harness (public)
+    mcp/          MCP servers as tools (the mcp extra)
+    durable/      durable turns over DBOS, workers (the durable extra)
+    otel/         OpenTelemetry GenAI spans (the otel extra)
 
 Each subpackage's ``__init__`` is the face the layer above imports from.
 

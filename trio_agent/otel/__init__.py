@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from . import (
+from .. import (
     AssistantMessage,
     ContentBlock,
     ModelClient,
