@@ -302,6 +302,8 @@ ROWS: list[tuple[str, str, list[str]]] = [
             "tests/loop/test_rules_mean_it.py::test_file_rules_match_every_spelling_of_the_path",
             "tests/loop/test_rules_mean_it.py::test_file_allow_rules_match_only_the_resolved_path",
         ],
+    ),
+    (
         "E1",
         "hostile streams: any valid stream mutated (wrong JSON types, missing keys, extra "
         "nesting, swapped / repeated / dropped events): only TrioAgentError leaves "
