@@ -38,6 +38,7 @@ import inspect
 import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, cast, overload
 
 import attrs
@@ -89,13 +90,20 @@ class ToolContext:
         self._report(data)
 
 
+#: Exact types that plain_json() returns as they are (a fast path: no ABC check).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def plain_json(value: Any) -> Any:
     """*value* with every mapping turned into a ``dict`` and tuple into a ``list``.
 
     JSON Schema validators and ``json.dumps`` only know ``dict`` and ``list``; wire
     values keep their input as read-only mappings.
     """
-    if isinstance(value, Mapping):
+    cls: type[object] = type(value)  # pyright: ignore[reportUnknownVariableType]
+    if cls in _SCALARS:
+        return value
+    if cls is dict or cls is MappingProxyType or isinstance(value, Mapping):
         return {str(k): plain_json(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
     if isinstance(value, (list, tuple)):
         return [plain_json(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
@@ -187,16 +195,7 @@ class Tool:
         Any mapping is accepted (``ToolUseBlock.input`` is a read-only proxy); it is
         checked as the JSON object it stands for.
         """
-        error = cast(
-            "jsonschema.exceptions.ValidationError | None",
-            jsonschema.exceptions.best_match(self._validator.iter_errors(plain_json(input))),
-        )
-        if error is None:
-            return None
-        path = cast("Iterable[object]", error.absolute_path)
-        where = "/".join(str(p) for p in path)
-        message = str(error.message)
-        return f"{where}: {message}" if where else message
+        return schema_error(self, plain_json(input))
 
     def is_concurrency_safe(self, input: Mapping[str, Any]) -> bool:
         """Whether this call may run beside others; a raising check means no."""
@@ -214,6 +213,27 @@ class Tool:
             "description": self.description,
             "input_schema": dict(self.input_schema),
         }
+
+
+def schema_error(tool: Tool, value: Any) -> str | None:
+    """:meth:`Tool.validate` of *value* that is plain JSON already (see
+    :func:`plain_json`): the executor converts a call's input once and reuses it.
+    """
+    schema = tool.input_schema
+    if len(schema) == 1 and schema.get("type") == "object" and type(value) is dict:
+        # Provably valid: {"type": "object"} accepts every dict.
+        return None
+    validator = tool._validator  # pyright: ignore[reportPrivateUsage]  (this module's class)
+    error = cast(
+        "jsonschema.exceptions.ValidationError | None",
+        jsonschema.exceptions.best_match(validator.iter_errors(value)),
+    )
+    if error is None:
+        return None
+    path = cast("Iterable[object]", error.absolute_path)
+    where = "/".join(str(p) for p in path)
+    message = str(error.message)
+    return f"{where}: {message}" if where else message
 
 
 ToolFunction: TypeAlias = Callable[..., Any]

@@ -10,7 +10,6 @@ the same task step.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias, cast
 
@@ -20,7 +19,7 @@ import trio
 from .._exceptions import excerpt
 from .._messages import ContentBlock, OpaqueBlock, TextBlock, ToolUseBlock, json_depth
 from .._permissions import Allow, CanUseTool, Defer, Deny, Reject
-from .._tools import ContextModifier, Tool, ToolContext, ToolOutput, plain_json
+from .._tools import ContextModifier, Tool, ToolContext, ToolOutput, plain_json, schema_error
 from ._results import (
     ToolResult,
     bad_return_message,
@@ -51,6 +50,9 @@ class Call:
     tool: Tool | None
     safe: bool
     input_error: str | None
+    #: The validated input as plain JSON (see plain_json), converted once in
+    #: check_input(); None for an unknown tool or an invalid input.
+    input: Mapping[str, Any] | None = None
     state: CallState = "queued"
     started: bool = False  # tool.run() was called
     result: ToolResult | None = None
@@ -60,21 +62,27 @@ class Call:
         return summarize_call(self.block.name, self.block.input)
 
 
-def check_input(tool: Tool, block: ToolUseBlock) -> tuple[str | None, bool]:
-    """The input's error (None if valid) and whether the call is concurrency-safe.
+def check_input(
+    tool: Tool, block: ToolUseBlock
+) -> tuple[str | None, bool, Mapping[str, Any] | None]:
+    """The input's error (None if valid), whether the call is concurrency-safe, and
+    the valid input as plain JSON (None if invalid).
 
     Safety is decided on the validated input; an invalid input, or a safety
-    check that raises, makes the call unsafe.
+    check that raises, makes the call unsafe. The input is converted once
+    (:func:`plain_json`): the same object is validated, checked for safety and
+    given to the tool.
     """
     if block.invalid_input is not None:
-        return f"the input is not valid JSON: {excerpt(block.invalid_input)}", False
+        return f"the input is not valid JSON: {excerpt(block.invalid_input)}", False, None
     if json_depth(block.input, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
         # Validation and plain_json() recurse: refuse what would exhaust the stack.
-        return f"the input is nested deeper than {MAX_INPUT_DEPTH} levels", False
-    error = tool.validate(block.input)
+        return f"the input is nested deeper than {MAX_INPUT_DEPTH} levels", False, None
+    input: Mapping[str, Any] = plain_json(block.input)
+    error = schema_error(tool, input)
     if error is not None:
-        return error, False
-    return None, tool.is_concurrency_safe(plain_json(block.input))
+        return error, False, None
+    return None, tool.is_concurrency_safe(input), input
 
 
 def _result_block(item: object) -> bool:
@@ -157,11 +165,11 @@ async def execute(
     """Permission, then the tool (setting ``call.started`` as it begins), for at
     most the tool's own ``timeout`` or else *tool_timeout* seconds; the result's
     text is capped at the tool's ``max_result_chars``, else *max_result_chars*."""
-    tool, block = call.tool, call.block
+    tool, block, input = call.tool, call.block, call.input
     assert tool is not None
     if call.input_error is not None:
         return _error(call, invalid_input_message(tool.name, call.input_error))
-    input: Mapping[str, Any] = plain_json(block.input)
+    assert input is not None, "a valid call has its plain input"
     ctx = ToolContext(block.id, tool.name, context=context, report=report)
     if can_use_tool is not None:
         try:
@@ -187,13 +195,18 @@ async def execute(
     call.started = True
     limit = tool.timeout if tool.timeout is not None else tool_timeout
     value: Any = None
+    timed_out = False
     try:
-        # The tool's own deadline (a TooSlowError it raises itself is its error).
-        with trio.move_on_after(math.inf if limit is None else limit) as deadline:
+        if limit is None:
             value = await tool.run(input, ctx)
+        else:
+            # The tool's own deadline (a TooSlowError it raises itself is its error).
+            with trio.move_on_after(limit) as deadline:
+                value = await tool.run(input, ctx)
+            timed_out = deadline.cancelled_caught
     except Exception as exc:
         return _error(call, raised_message(tool.name, exc), failed=True)
-    if deadline.cancelled_caught:
+    if timed_out:
         return _error(call, f"Error: {tool.name} timed out after {limit:g} s", failed=True)
     read = read_return(value)
     if read is None:

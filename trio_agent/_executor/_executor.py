@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, NoReturn, TypeVar, final
 
@@ -406,8 +406,8 @@ class ToolExecutor(metaclass=NoPublicConstructor):
                 ),
             )
             return
-        error, safe = check_input(tool, block)
-        call = self._new_call(block, tool, safe=safe, input_error=error)
+        error, safe, input = check_input(tool, block)
+        call = self._new_call(block, tool, safe=safe, input_error=error, input=input)
         if self._abort is not None:
             self._abort_call(call, *self._abort)
         elif self._interrupted and tool.interrupt_behavior == "cancel":
@@ -497,9 +497,15 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         return self._results.take_all()
 
     def _new_call(
-        self, block: ToolUseBlock, tool: Tool | None, *, safe: bool, input_error: str | None
+        self,
+        block: ToolUseBlock,
+        tool: Tool | None,
+        *,
+        safe: bool,
+        input_error: str | None,
+        input: Mapping[str, Any] | None = None,
     ) -> Call:
-        call = Call(block, tool, safe, input_error)
+        call = Call(block, tool, safe, input_error, input)
         self._calls.append(call)
         self._counts["queued"] += 1
         return call
