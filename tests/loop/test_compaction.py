@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+import trio
+import trio.testing
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trio_agent import (
@@ -35,6 +37,7 @@ from trio_agent import (
     summarizing_compactor,
 )
 from trio_agent._loop._compact import SUMMARY_PREFIX, SUMMARY_PROMPT, split_for_compaction
+from trio_agent._loop._recovery import MAX_CONSECUTIVE_COMPACT_FAILURES
 from trio_agent.testing import HTTPErrorAnswer, ScriptedAnswer, ScriptedModel, check_history
 
 TOO_LONG = HTTPErrorAnswer(
@@ -181,6 +184,94 @@ async def test_a_failing_auto_compaction_goes_on(autojump_clock: Any) -> None:
     events = await turn(scripted, auto_compact=0.8)
     assert events[-1].reason is TurnEndReason.COMPLETED
     assert [e.reason for e in events if isinstance(e, Transition)] == [TransitionReason.NEXT_TURN]
+
+
+def heavy_call(n: int) -> ScriptedAnswer:
+    """An answer asking for one more tool call, past 80% of the 200k window."""
+    return ScriptedAnswer(
+        blocks=[ToolUseBlock(f"h{n}", "Read", {})], usage=Usage(input_tokens=190_000)
+    )
+
+
+async def test_auto_compaction_stops_after_three_failures_in_a_row(autojump_clock: Any) -> None:
+    # Claude Code's circuit breaker: the summary call fails 3 times, then the turn
+    # stops asking for summaries although every answer stays past the threshold.
+    failing = HTTPErrorAnswer(status=500, headers={"x-should-retry": "false"})
+    answers: list[Any] = []
+    for n in range(MAX_CONSECUTIVE_COMPACT_FAILURES):
+        answers += [heavy_call(n), failing]
+    answers += [heavy_call(n) for n in range(3, 6)]
+    scripted = ScriptedModel([*answers, DONE])
+    events = await turn(scripted, auto_compact=0.8)
+    assert events[-1].reason is TurnEndReason.COMPLETED
+    summary_calls = [r for r in scripted.requests if r.body["model"] == "claude-haiku-4-5"]
+    assert len(summary_calls) == MAX_CONSECUTIVE_COMPACT_FAILURES == 3
+    assert len(scripted.requests) == 3 * 2 + 3 + 1
+    assert not [e for e in events if isinstance(e, Compacted)]
+    assert {e.reason for e in events if isinstance(e, Transition)} == {TransitionReason.NEXT_TURN}
+
+
+def expected_compactor_calls(outcomes: list[bool], opportunities: int) -> int:
+    """How many times the loop should call a compactor whose n-th call succeeds
+    when ``outcomes[n]``, given *opportunities* answers past the threshold."""
+    calls = streak = 0
+    for _ in range(opportunities):
+        if streak >= MAX_CONSECUTIVE_COMPACT_FAILURES:
+            break
+        succeeded = outcomes[calls]
+        calls += 1
+        streak = 0 if succeeded else streak + 1
+    return calls
+
+
+@settings(max_examples=40, deadline=None)
+@given(outcomes=st.lists(st.booleans(), min_size=8, max_size=8), heavy=st.integers(0, 8))
+@example(outcomes=[False] * 8, heavy=8)
+@example(outcomes=[False, False, True, False, False, False, True, True], heavy=8)
+def test_the_breaker_counts_failures_in_a_row(outcomes: list[bool], heavy: int) -> None:
+    calls: list[int] = []
+
+    async def compactor(messages: tuple[Message, ...]) -> list[Message]:
+        calls.append(len(messages))
+        if not outcomes[len(calls) - 1]:
+            raise CompactionError(f"failure {len(calls)}")
+        return list(messages)  # a success that keeps the history
+
+    async def main() -> list[Any]:
+        async with query(
+            scripted.client(),
+            HISTORY,
+            tools=[read_tool()],
+            model="claude-sonnet-4-5",
+            max_tokens=100,
+            compactor=compactor,
+            auto_compact=0.8,
+        ) as stream:
+            return [e async for e in stream]
+
+    scripted = ScriptedModel([*(heavy_call(n) for n in range(heavy)), DONE])
+    events = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert events[-1].reason is TurnEndReason.COMPLETED
+    assert len(scripted.requests) == heavy + 1
+    assert len(calls) == expected_compactor_calls(outcomes, heavy)
+    assert len([e for e in events if isinstance(e, Compacted)]) == sum(outcomes[: len(calls)])
+
+
+async def test_the_breaker_leaves_the_reactive_compaction_alone(autojump_clock: Any) -> None:
+    # After the breaker tripped, a prompt-too-long still asks the compactor once,
+    # and its failure is attached to the original error, as before.
+    failing = HTTPErrorAnswer(status=500, headers={"x-should-retry": "false"})
+    answers: list[Any] = []
+    for n in range(MAX_CONSECUTIVE_COMPACT_FAILURES):
+        answers += [heavy_call(n), failing]
+    scripted = ScriptedModel([*answers, TOO_LONG, failing])
+    events = await turn(scripted, auto_compact=0.8)
+    end = events[-1]
+    assert end.reason is TurnEndReason.ERROR
+    assert isinstance(end.error, PromptTooLongError)
+    assert isinstance(end.error.__cause__, InternalServerError)
+    assert len(scripted.requests) == 3 * 2 + 2
+    assert scripted.requests[-1].body["model"] == "claude-haiku-4-5"
 
 
 async def test_the_session_keeps_the_compacted_history(autojump_clock: Any) -> None:

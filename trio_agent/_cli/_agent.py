@@ -7,11 +7,12 @@ each sets ``func``, a function ``(args) -> exit code``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import trio
 
@@ -38,6 +39,7 @@ __all__ = [
     "command_client",
     "event_fields",
     "input_line",
+    "open_command_client",
     "positive_float",
     "preview",
     "print_event",
@@ -291,6 +293,30 @@ def command_client(args: argparse.Namespace) -> ModelClient:
     return client
 
 
+@contextlib.asynccontextmanager
+async def open_command_client(
+    args: argparse.Namespace, client: ModelClient | None = None
+) -> AsyncGenerator[ModelClient]:
+    """The client of a ``run`` / ``chat`` command for the block.
+
+    A *client* given by the caller is used as it is (its owner decides whether it
+    shares connections, and closes it). Otherwise the command makes its own
+    (:func:`command_client`) and enters it (``async with client:``), so every
+    request of the command (each turn of a chat) reuses one connection pool, which
+    is closed when the block ends.
+    """
+    if client is not None:
+        yield client
+        return
+    made = command_client(args)
+    # Both clients are async context managers; a client that is not is used as is.
+    if not isinstance(made, contextlib.AbstractAsyncContextManager):  # pragma: no cover
+        yield made
+        return
+    async with cast("contextlib.AbstractAsyncContextManager[object]", made):
+        yield made
+
+
 def _run_command(args: argparse.Namespace) -> int:
     problem = check_api_setup(args)
     if problem is not None:
@@ -445,18 +471,17 @@ async def run_prompt(
     stream = out if out is not None else sys.stdout
     errors = err if err is not None else sys.stderr
     recorder = TurnRecorder(trio.current_time)
-    if client is None:
-        client = command_client(args)
-    session = make_session(args, client, recorder, errors, extra_tools)
-    end = None
-    try:
-        with RetryReporter(errors) as retries:
-            async with open_ctrl_c(errors) as ctrl_c:
-                end = await run_turn(
-                    session, args.prompt, recorder, ctrl_c, stream, as_json=args.json
-                )
-    finally:
-        session.close()
+    async with open_command_client(args, client) as model_client:
+        session = make_session(args, model_client, recorder, errors, extra_tools)
+        end = None
+        try:
+            with RetryReporter(errors) as retries:
+                async with open_ctrl_c(errors) as ctrl_c:
+                    end = await run_turn(
+                        session, args.prompt, recorder, ctrl_c, stream, as_json=args.json
+                    )
+        finally:
+            session.close()
     if end is not None:
         report_turn(
             end, session, recorder, stream, errors, as_json=args.json, attempts=retries.attempts

@@ -97,12 +97,28 @@ async def run_chat(
 ) -> int:
     """``trio-agent chat``.
 
+    A client the command makes itself is entered for the whole chat, so every turn
+    reuses one connection (a *client* passed in is used as it is).
+
     Returns:
         0 after ``/exit`` or the end of input, 130 after Ctrl+C twice.
     """
+    from ._agent import open_command_client
+
+    async with open_command_client(args, client) as model_client:
+        return await _chat(args, model_client, out, err, read)
+
+
+async def _chat(
+    args: argparse.Namespace,
+    client: Any,
+    out: IO[str] | None,
+    err: IO[str] | None,
+    read: Callable[[], str] | None,
+) -> int:
     from .._permissions import Allow, Deny
     from ..tools import Workspace, default_tools
-    from ._agent import command_client, preview, report_turn, run_turn
+    from ._agent import preview, report_turn, run_turn
     from ._errors import EXIT_INTERRUPTED, RetryReporter
     from ._interrupt import open_ctrl_c
     from ._session_options import open_session, permission_rules
@@ -120,7 +136,7 @@ async def run_chat(
     recorder = TurnRecorder(trio.current_time)
     session = open_session(
         args,
-        client if client is not None else command_client(args),
+        client,
         instrument(default_tools(Workspace(args.workspace)), recorder),
         can_use_tool=permission_rules(args, ask),
         err=errors,

@@ -420,6 +420,7 @@ class _Loop:
         return (
             self.compactor is not None
             and not state.has_attempted_compact
+            and rec.may_auto_compact(state)
             and state.paused is None
             and state.transition.reason
             in (
@@ -437,7 +438,9 @@ class _Loop:
 
     async def _auto_compact(self, state: State) -> State:
         """Compact before the next call; a failure is logged and the turn goes on
-        with the history as it is (the reactive compaction remains)."""
+        with the history as it is (the reactive compaction remains). After
+        :data:`~._recovery.MAX_CONSECUTIVE_COMPACT_FAILURES` failures in a row the
+        turn stops trying."""
         assert self.compactor is not None
         scope = trio.CancelScope()
         messages: tuple[Message, ...] | None = None
@@ -445,7 +448,15 @@ class _Loop:
             with self.control.cancelling(scope), scope:
                 messages = await self._run_compactor(state)
         except Exception as exc:
-            logger.warning("auto-compaction failed, going on without it: %r", exc)
+            state = rec.compact_failed(state)
+            if not rec.may_auto_compact(state):
+                logger.warning(
+                    "auto-compaction failed %d times in a row, not trying again in this turn: %r",
+                    state.consecutive_compact_failures,
+                    exc,
+                )
+            else:
+                logger.warning("auto-compaction failed, going on without it: %r", exc)
             return state
         if messages is None:  # aborted: the next iteration ends the turn
             return state

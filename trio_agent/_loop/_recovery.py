@@ -34,6 +34,7 @@ __all__ = [
     "CONTINUE_PROMPT",
     "DEFAULT_MAX_TOKENS",
     "ESCALATED_MAX_TOKENS",
+    "MAX_CONSECUTIVE_COMPACT_FAILURES",
     "MAX_CONSECUTIVE_OVERLOADED",
     "MAX_OUTPUT_TOKENS_RECOVERY_LIMIT",
     "MODEL_OUTPUT_CAPS",
@@ -43,11 +44,13 @@ __all__ = [
     "budget_continue",
     "can_fall_back",
     "classify_answer",
+    "compact_failed",
     "compacted",
     "escalate",
     "exceeds_max_turns",
     "fails_mid_stream",
     "initial_state",
+    "may_auto_compact",
     "merge_paused",
     "model_context_window",
     "model_output_cap",
@@ -95,6 +98,9 @@ BUDGET_DIMINISHING_TOKENS = 500
 MAX_OUTPUT_TOKENS_RECOVERY_LIMIT = 3
 #: Overloaded errors in a row (each after the client's own retries) before falling back.
 MAX_CONSECUTIVE_OVERLOADED = 3
+#: Compactor failures in a row after which a turn stops auto-compacting (Claude
+#: Code's ``MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES``).
+MAX_CONSECUTIVE_COMPACT_FAILURES = 3
 #: The user message that asks a truncated answer to go on.
 CONTINUE_PROMPT = (
     "Output token limit hit. Resume directly, with no apology and no recap of what you "
@@ -205,7 +211,24 @@ def needs_auto_compact(usage: Usage, fraction: float | None, window: int | None)
 
 def auto_compacted(state: State, messages: Sequence[Message]) -> State:
     """The history was compacted before the next call (the transition says so)."""
-    return _go(state, TransitionReason.AUTO_COMPACT, messages=tuple(messages))
+    return _go(
+        state,
+        TransitionReason.AUTO_COMPACT,
+        messages=tuple(messages),
+        consecutive_compact_failures=0,
+    )
+
+
+def compact_failed(state: State) -> State:
+    """The compactor failed once more (the history stays as it is)."""
+    return attrs.evolve(state, consecutive_compact_failures=state.consecutive_compact_failures + 1)
+
+
+def may_auto_compact(state: State) -> bool:
+    """Whether auto-compaction may still be tried in this turn: not after
+    :data:`MAX_CONSECUTIVE_COMPACT_FAILURES` compactor failures in a row (Claude
+    Code's circuit breaker), so a broken compactor is not called on every call."""
+    return state.consecutive_compact_failures < MAX_CONSECUTIVE_COMPACT_FAILURES
 
 
 def _escalation(state: State) -> int | None:
@@ -350,6 +373,7 @@ def compacted(state: State, messages: Sequence[Message]) -> State:
         TransitionReason.PROMPT_TOO_LONG_COMPACT,
         messages=tuple(messages),
         has_attempted_compact=True,
+        consecutive_compact_failures=0,
     )
 
 

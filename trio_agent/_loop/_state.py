@@ -315,6 +315,8 @@ class State:
         max_tokens_override: ``max_tokens`` after an escalation, else None.
         max_output_tokens_recovery_count: "continue" messages sent in this turn.
         has_attempted_compact: the compactor already ran for this turn.
+        consecutive_compact_failures: compactor failures in a row; at
+            ``MAX_CONSECUTIVE_COMPACT_FAILURES`` the turn stops auto-compacting.
         consecutive_overloaded: overloaded errors in a row.
         has_fallen_back: the fallback model is in use.
         dropped_started: the tools that had started in the attempts dropped since
@@ -345,6 +347,7 @@ class State:
     max_tokens_override: int | None = None
     max_output_tokens_recovery_count: int = 0
     has_attempted_compact: bool = False
+    consecutive_compact_failures: int = 0
     consecutive_overloaded: int = 0
     has_fallen_back: bool = False
     dropped_started: tuple[ToolUseBlock, ...] = ()
