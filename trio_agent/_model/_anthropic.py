@@ -20,33 +20,25 @@ headers, the typed errors, and that the events need no translation.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, final
+from typing import Any, cast, final
 
 import attrs
 import httpx
 import trio
 
-from .._exceptions import (
-    APIConnectionError,
-    APIError,
-    APIStatusError,
-    APITimeoutError,
-    AuthenticationError,
-    StreamProtocolError,
-    excerpt,
-)
+from .._exceptions import APIStatusError, AuthenticationError
 from .._messages import AssistantMessage, ContentBlock, OpaqueBlock, UserMessage
 from .._tools import Tool
 from ._accumulate import MessageAccumulator, StreamLimits
+from ._create import create_with_retries
 from ._errors_http import RETRYABLE_ERROR_TYPES, error_from_response
-from ._http_stream import MAX_ERROR_BODY, ProviderEdge, open_http_stream, retryable
+from ._http_stream import ProviderEdge, open_http_stream
 from ._pool import HTTPPool, PooledClient
 from ._protocol import RetryObserver
 from ._retry import RetryPolicy
-from ._stream import StreamItem, StreamResult, StreamStatistics
+from ._stream import StreamItem, StreamResult
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicClient"]
 
@@ -59,11 +51,6 @@ ANTHROPIC_VERSION = "2023-06-01"
 #: can read, as a ``ThinkingBlock``'s signature only Anthropic can check (OpenAIClient
 #: leaves those out). The Messages API has no block of these types.
 _FOREIGN_BLOCK_TYPES = frozenset({"reasoning"})
-
-
-#: How long the non-streaming last resort may take (the SDK's default timeout).
-_CREATE_TIMEOUT = 600.0
-logger = logging.getLogger("trio_agent.client")
 
 
 def _foreign(block: ContentBlock) -> bool:
@@ -349,58 +336,11 @@ class AnthropicClient(PooledClient):
         )
         body["stream"] = False
         edge = self._edge()  # no credentials: raised here, before anything is sent
-        async with self._pool.http() as http:
-            retries = 0
-            while True:
-                try:
-                    return await self._create_once(http, edge, body, retries)
-                except APIError as exc:
-                    if (
-                        retries >= self.retry.max_retries
-                        or not retryable(exc, self.retry, edge)
-                        or (on_retry is not None and not on_retry(exc))
-                    ):
-                        raise
-                    headers = exc.headers if isinstance(exc, APIStatusError) else None
-                    delay = self.retry.delay(retries, headers)
-                    retries += 1
-                    logger.info("non-streaming retry %d in %.3fs after %r", retries, delay, exc)
-                    await trio.sleep(delay)
+        return await create_with_retries(self._pool, edge, body, self.retry, on_retry, _message)
 
-    async def _create_once(
-        self, http: httpx.AsyncClient, edge: ProviderEdge, body: dict[str, Any], retries: int
-    ) -> StreamResult:
-        response: httpx.Response | None = None
-        with trio.move_on_after(_CREATE_TIMEOUT):
-            try:
-                response = await http.post(edge.url, json=body, headers=dict(edge.headers))
-            except httpx.TimeoutException as exc:
-                raise APITimeoutError(f"request timed out: {type(exc).__name__}") from exc
-            except httpx.TransportError as exc:
-                raise APIConnectionError(f"connection failed: {type(exc).__name__}: {exc}") from exc
-        if response is None:
-            raise APITimeoutError(f"no answer within {_CREATE_TIMEOUT}s")
-        request_id = response.headers.get("request-id")
-        if not response.is_success:
-            raise error_from_response(
-                response.status_code,
-                response.content[:MAX_ERROR_BODY],
-                headers=dict(response.headers),
-                request_id=request_id,
-            )
-        try:
-            data = response.json()
-            if not isinstance(data, dict) or data.get("type") != "message":
-                raise ValueError("not a message object")
-            message = AssistantMessage.from_api(data)
-        except (ValueError, TypeError, KeyError, AttributeError, StreamProtocolError) as exc:
-            raise StreamProtocolError(
-                f"the non-streaming answer is not a message: {excerpt(response.content)}"
-                + (f" (request id {request_id})" if request_id else "")
-            ) from exc
-        return StreamResult(
-            message=message,
-            ttft=None,
-            statistics=StreamStatistics(retries=retries),
-            request_id=request_id,
-        )
+
+def _message(data: Any) -> AssistantMessage:
+    """A Messages API message object → the canonical message."""
+    if not isinstance(data, dict) or data.get("type") != "message":
+        raise ValueError("not a message object")
+    return AssistantMessage.from_api(cast("dict[str, Any]", data))

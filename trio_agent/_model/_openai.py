@@ -35,17 +35,25 @@ from typing import Any, Literal, final
 import httpx
 import trio
 
-from .._exceptions import AuthenticationError
+from .._exceptions import AuthenticationError, StreamProtocolError
 from .._messages import AssistantMessage, UserMessage
 from .._tools import Tool
 from ._accumulate import MessageAccumulator, StreamLimits
+from ._create import create_with_retries
 from ._http_stream import ProviderEdge, open_http_stream
 from ._openai_convert import OpenAIAPI, chat_body, responses_body
 from ._openai_errors import openai_error_from_response, retryable_in_stream
-from ._openai_events import ChatEvents, ResponsesEvents, decode_openai
+from ._openai_events import (
+    ChatEvents,
+    ResponsesEvents,
+    chat_completion_chunks,
+    decode_openai,
+    responses_object_events,
+)
 from ._pool import HTTPPool, PooledClient
+from ._protocol import RetryObserver
 from ._retry import RetryPolicy
-from ._stream import StreamItem
+from ._stream import StreamItem, StreamResult
 
 __all__ = ["OPENAI_BASE_URL", "OpenAIClient"]
 
@@ -182,6 +190,7 @@ class OpenAIClient(PooledClient):
         max_tokens: int,
         system: str | Sequence[Mapping[str, Any]] | None = None,
         tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        on_retry: RetryObserver | None = None,
         **params: Any,
     ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]:
         """Stream one answer: ``async with client.stream(...) as items:``.
@@ -190,6 +199,9 @@ class OpenAIClient(PooledClient):
         (translated) :class:`StreamEvent`, each finished block as an
         :class:`AssistantMessage` the moment it is complete, and last a
         :class:`StreamResult`.
+
+        *on_retry* is called with the error before each retry; when it returns
+        False the error is raised instead.
 
         Raises:
             InvalidRequestError: the history cannot be said in OpenAI's terms
@@ -208,7 +220,65 @@ class OpenAIClient(PooledClient):
             tools=tools,
             **params,
         )
-        return open_http_stream(self, self._edge, body, self._pool)
+        return open_http_stream(self, self._edge, body, self._pool, on_retry)
+
+    async def create(
+        self,
+        *,
+        model: str,
+        messages: Sequence[UserMessage | AssistantMessage | Mapping[str, Any]],
+        max_tokens: int,
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
+        on_retry: RetryObserver | None = None,
+        **params: Any,
+    ) -> StreamResult:
+        """One non-streaming request (``stream: false``): the whole answer at once.
+
+        The loop's last resort after streamed attempts failed mid-stream, as
+        :meth:`AnthropicClient.create`. The answer (a Responses ``response`` object or
+        a ``chat.completion``) is translated by the same translator as a stream, so
+        the message is the one the stream would have given. Retried like
+        :meth:`stream`; the result has no TTFT and only the ``retries`` statistic.
+
+        Raises:
+            InvalidRequestError: the history cannot be said in OpenAI's terms.
+            ClientClosedError: the client was closed.
+            APIStatusError: an HTTP error (typed by its status) or a failed response,
+                after the retries the policy allows.
+            APIConnectionError: no response, after the retries.
+            APITimeoutError: no answer within 600 s.
+            StreamProtocolError: the body is not an answer of the API.
+        """
+        body = self.build_request_body(
+            model=model,
+            messages=messages,
+            max_tokens=max_tokens,
+            system=system,
+            tools=tools,
+            **params,
+        )
+        body["stream"] = False
+        body.pop("stream_options", None)  # only allowed on a streamed request
+        return await create_with_retries(
+            self._pool, self._edge(), body, self.retry, on_retry, self._answer
+        )
+
+    def _answer(self, data: Any) -> AssistantMessage:
+        """A non-streaming answer → the canonical message, through the translator."""
+        accumulator = MessageAccumulator(self.limits)
+        translator = self._decoder(accumulator).translator
+        events = (
+            responses_object_events(data)
+            if self.api == "responses"
+            else chat_completion_chunks(data)
+        )
+        for event in events:
+            for canonical in translator.feed(event):
+                accumulator.feed(canonical)
+        if not accumulator.stopped:
+            raise StreamProtocolError("the answer did not complete")
+        return accumulator.message
 
     def _edge(self) -> ProviderEdge:
         return ProviderEdge(
@@ -243,16 +313,16 @@ class _OpenAIDecoder:
         accumulator: MessageAccumulator,
         limits: StreamLimits,
     ) -> None:
-        self._translator = translator
+        self.translator = translator
         self._accumulator = accumulator
         self._limits = limits
 
     def translate(self, data: str) -> list[dict[str, Any]]:
-        return self._translator.feed(decode_openai(data, self._limits))
+        return self.translator.feed(decode_openai(data, self._limits))
 
     def events(self) -> int:
-        return self._translator.events
+        return self.translator.events
 
     def statistics(self) -> tuple[int, int, int]:
-        ignored = self._accumulator.statistics().ignored + self._translator.ignored
-        return self._translator.events, 0, ignored
+        ignored = self._accumulator.statistics().ignored + self.translator.ignored
+        return self.translator.events, 0, ignored

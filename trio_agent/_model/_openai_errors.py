@@ -4,7 +4,8 @@ The HTTP status decides the type, as for Anthropic (:func:`error_from_response`)
 OpenAI's 401 body says ``invalid_request_error``, yet it is an
 :class:`AuthenticationError`. OpenAI's ``code`` refines it where the loop needs to
 know: ``context_length_exceeded`` is a :class:`PromptTooLongError` (so the loop
-compacts). An error inside a 200 stream (a Responses ``error`` event or
+compacts), and a 503 that says it is overloaded is an :class:`OverloadedError` (as
+Anthropic's 529, so the loop falls back to ``fallback_model``). An error inside a 200 stream (a Responses ``error`` event or
 ``response.failed``, a Chat chunk holding ``error``) is typed by its ``code``.
 """
 
@@ -63,6 +64,25 @@ def openai_error_from_response(
     body = exc.body
     error = cast("Mapping[str, Any]", body).get("error") if isinstance(body, Mapping) else None
     code = error.get("code") if isinstance(error, Mapping) else None  # pyright: ignore[reportUnknownVariableType]
+    message = error.get("message") if isinstance(error, Mapping) else None  # pyright: ignore[reportUnknownVariableType]
+    if (
+        status_code == 503
+        and not isinstance(exc, OverloadedError)
+        and (
+            _BY_CODE.get(code if isinstance(code, str) else "") is OverloadedError
+            or (isinstance(message, str) and "overloaded" in message.lower())
+        )
+    ):
+        # OpenAI says "overloaded" with a 503 (Anthropic with a 529): the same error,
+        # so the loop's fallback after 3 overloaded answers works over OpenAI too.
+        return OverloadedError(
+            exc.message,
+            status_code=exc.status_code,
+            error_type=exc.error_type,
+            request_id=exc.request_id,
+            body=exc.body,
+            headers=exc.headers,
+        )
     if code == "context_length_exceeded" and not isinstance(exc, PromptTooLongError):
         return PromptTooLongError(
             exc.message,

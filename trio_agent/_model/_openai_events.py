@@ -29,7 +29,14 @@ from ._accumulate import StreamLimits
 from ._accumulate_block import strict_loads, utf8_len
 from ._openai_errors import openai_stream_error
 
-__all__ = ["DONE", "ChatEvents", "ResponsesEvents", "decode_openai"]
+__all__ = [
+    "DONE",
+    "ChatEvents",
+    "ResponsesEvents",
+    "chat_completion_chunks",
+    "decode_openai",
+    "responses_object_events",
+]
 
 #: The decoded form of Chat Completions' ``data: [DONE]`` sentinel.
 DONE: Final[Mapping[str, Any]] = {"type": "[DONE]"}
@@ -495,3 +502,100 @@ class ChatEvents:
                 raise _violation("tool call arguments must be a string", event)
             if arguments:
                 out.append(_delta(index, "input_json_delta", "partial_json", arguments))
+
+
+def responses_object_events(response: Any) -> list[Mapping[str, Any]]:
+    """The stream events a finished Responses API ``response`` object would have
+    come as, for :class:`ResponsesEvents`: a non-streaming answer (``stream: false``)
+    is translated exactly as a streamed one.
+
+    Raises:
+        StreamProtocolError: *response* is not a response object.
+    """
+    if not isinstance(response, Mapping) or response.get("object", "response") != "response":
+        raise StreamProtocolError(f"not a response object: {excerpt(repr(response))}")
+    response_ = cast("Mapping[str, Any]", response)
+    output = response_.get("output")
+    if not isinstance(output, list):
+        raise _violation("a response's output must be a list", response_)
+    events: list[Mapping[str, Any]] = [{"type": "response.created", "response": response_}]
+    for position, item in enumerate(cast("list[Any]", output)):
+        if not isinstance(item, Mapping):
+            raise _violation("an output item must be an object", response_)
+        item_ = cast("Mapping[str, Any]", item)
+        if item_.get("type") == "function_call":
+            events.append(
+                {"type": "response.output_item.added", "output_index": position, "item": item_}
+            )
+        elif item_.get("type") == "message":
+            events.extend(_message_parts(position, item_))
+        events.append(
+            {"type": "response.output_item.done", "output_index": position, "item": item_}
+        )
+    status = response_.get("status")
+    kind = {"failed": "response.failed", "incomplete": "response.incomplete"}.get(
+        status if isinstance(status, str) else "", "response.completed"
+    )
+    events.append({"type": kind, "response": response_})
+    return events
+
+
+def _message_parts(position: int, item: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = item.get("content")
+    if not isinstance(content, list):
+        raise _violation("a message item's content must be a list", item)
+    events: list[Mapping[str, Any]] = []
+    for content_index, part in enumerate(cast("list[Any]", content)):
+        if not isinstance(part, Mapping):
+            raise _violation("a content part must be an object", item)
+        part_ = cast("Mapping[str, Any]", part)
+        where = {"output_index": position, "content_index": content_index}
+        ptype = part_.get("type")
+        field = "refusal" if ptype == "refusal" else "text"
+        events.append(
+            {"type": "response.content_part.added", **where, "part": {**part_, field: ""}}
+        )
+        text = part_.get(field)
+        if ptype in ("output_text", "refusal") and text != "":
+            kind = "response.refusal.delta" if ptype == "refusal" else "response.output_text.delta"
+            events.append({"type": kind, **where, "delta": text})
+        events.append({"type": "response.content_part.done", **where, "part": part_})
+    return events
+
+
+def chat_completion_chunks(completion: Any) -> list[Mapping[str, Any]]:
+    """The chunks a finished ``chat.completion`` object would have come as, for
+    :class:`ChatEvents` (ending with :data:`DONE`): a non-streaming answer is
+    translated exactly as a streamed one.
+
+    Raises:
+        StreamProtocolError: *completion* is not a chat completion.
+    """
+    if not isinstance(completion, Mapping):
+        raise StreamProtocolError(f"not a chat completion: {excerpt(repr(completion))}")
+    completion_ = cast("Mapping[str, Any]", completion)
+    if completion_.get("object", "chat.completion") != "chat.completion":
+        raise _violation("not a chat completion", completion_)
+    choices = completion_.get("choices")
+    if not isinstance(choices, list):
+        raise _violation("choices must be a list", completion_)
+    deltas: list[dict[str, Any]] = []
+    for choice in cast("list[Any]", choices):
+        if not isinstance(choice, Mapping):
+            raise _violation("a choice must be an object", completion_)
+        choice_ = cast("Mapping[str, Any]", choice)
+        message = choice_.get("message")
+        if not isinstance(message, Mapping):
+            raise _violation("a choice's message must be an object", completion_)
+        delta = dict(cast("Mapping[str, Any]", message))
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            delta["tool_calls"] = [
+                {**cast("Mapping[str, Any]", call), "index": i}
+                if isinstance(call, Mapping)
+                else call
+                for i, call in enumerate(cast("list[Any]", calls))
+            ]
+        deltas.append({**choice_, "delta": delta, "message": None})
+    chunk = {**completion_, "object": "chat.completion.chunk", "choices": deltas}
+    return [chunk, DONE]

@@ -18,7 +18,7 @@ import httpx
 import trio
 
 from ._answers import Answer, DroppedConnection, HTTPErrorAnswer, RawAnswer, ScriptedAnswer
-from ._scripted_openai import plan_openai_stream
+from ._scripted_openai import openai_final, plan_openai_stream
 from ._sse_render import StreamPlan, plan_stream
 
 if TYPE_CHECKING:
@@ -121,7 +121,8 @@ class ScriptedModel:
             ...
         assert model.requests[0].body["stream"] is True
 
-    A non-streaming request (``"stream": false``) gets the answer's message as one
+    A non-streaming request (``"stream": false``) gets the answer's final object
+    (the message, or OpenAI's response / chat completion) as one
     JSON body (its faults do not apply). A request after the script is exhausted
     gets a 500 error (with
     ``x-should-retry: false``) that says so.
@@ -279,7 +280,16 @@ class ScriptedModel:
             headers_out = _merge_headers(
                 {"content-type": "application/json", "request-id": request_id}, answer.headers
             )
-            content = json.dumps(answer.message.to_api(), ensure_ascii=False).encode()
+            final = (
+                answer.message.to_api()
+                if self.protocol == "anthropic"
+                else openai_final(
+                    answer, "responses" if self.protocol == "openai-responses" else "chat"
+                )
+            )
+            if self.protocol != "anthropic":
+                headers_out = (*headers_out, ("x-request-id", request_id))
+            content = json.dumps(final, ensure_ascii=False).encode()
             return ScriptedResponse(
                 status=200, headers=headers_out, plan=StreamPlan(chunks=((0.0, content),))
             )

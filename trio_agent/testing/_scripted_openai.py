@@ -45,6 +45,7 @@ __all__ = [
     "DONE_LINE",
     "OpenAIWire",
     "openai_events",
+    "openai_final",
     "plan_openai_stream",
     "render_openai_sse",
 ]
@@ -345,3 +346,44 @@ def plan_openai_stream(answer: ScriptedAnswer, api: OpenAIWire) -> StreamPlan:
 def render_openai_sse(answer: ScriptedAnswer, api: OpenAIWire) -> bytes:
     """The exact bytes a client receives for *answer*, faults included."""
     return plan_openai_stream(answer, api).data
+
+
+def openai_final(answer: ScriptedAnswer, api: OpenAIWire) -> dict[str, Any]:
+    """The answer to a non-streaming request (``stream: false``): the Responses API's
+    finished ``response`` object, or a ``chat.completion``; faults are not applied."""
+    if api == "responses":
+        last = _responses(answer)[-1][1]
+        assert isinstance(last, dict)
+        return dict(last["response"])
+    refusal = answer.resolved_stop_reason == "refusal"
+    text = "".join(b.text for b in answer.blocks if isinstance(b, TextBlock))
+    calls: list[dict[str, Any]] = []
+    for block in answer.blocks:
+        if isinstance(block, ToolUseBlock):
+            function = {"name": block.name, "arguments": _arguments(block)}
+            calls.append({"id": block.id, "type": "function", "function": function})
+        elif not isinstance(block, TextBlock):
+            raise ValueError(f"a {block.type!r} block has no Chat Completions form")
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": None if refusal or not text else text,
+        "refusal": text if refusal else None,
+    }
+    if calls:
+        message["tool_calls"] = calls
+    reason = answer.resolved_stop_reason
+    return {
+        "id": answer.resolved_id,
+        "object": "chat.completion",
+        "created": 0,
+        "model": answer.model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": _FINISH.get(reason, reason),
+            }
+        ],
+        "usage": _chat_usage(answer.resolved_usage),
+    }
