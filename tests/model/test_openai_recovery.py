@@ -321,3 +321,49 @@ def test_create_of_any_json_is_a_message_or_a_typed_error(data: Any, api: str) -
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     assert len(outcome) == 1
     assert len(model.requests) == 1
+
+
+items = st.lists(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["message", "function_call", "reasoning", 3])},
+        optional={
+            "content": st.lists(
+                st.fixed_dictionaries(
+                    {"type": st.sampled_from(["output_text", "refusal", "x"])},
+                    optional={"text": json_values, "refusal": json_values},
+                ),
+                max_size=2,
+            ),
+            "call_id": json_values,
+            "name": json_values,
+            "arguments": st.one_of(json_values, st.just('{"a": 1}')),
+        },
+    ),
+    max_size=3,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(output=items, status=st.sampled_from(["completed", "incomplete", "failed", None]))
+def test_create_of_a_broken_response_is_a_message_or_a_typed_error(
+    output: list[Any], status: str | None
+) -> None:
+    response = {"id": "resp_1", "object": "response", "model": "m", "output": output}
+    if status is not None:
+        response["status"] = status
+    model = ScriptedModel(
+        [RawAnswer(chunks=[(0.0, json.dumps(response).encode())])], protocol="openai-responses"
+    )
+    outcome: list[Any] = []
+
+    async def main() -> None:
+        try:
+            outcome.append(await created(client_for(model, "responses")))
+        except ta.TrioAgentError as exc:
+            outcome.append(exc)
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    (result,) = outcome
+    if isinstance(result, ta.StreamResult):
+        check_history([ta.UserMessage("hi"), result.message], strict=False)
+    assert len(model.requests) == 1

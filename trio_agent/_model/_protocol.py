@@ -59,7 +59,7 @@ class RecoverableModelClient(ModelClient, Protocol):
     failed after content with it), an ``on_retry`` observer on each call (see
     :data:`RetryObserver`), and ``create(...)``, one non-streaming request (``stream:
     false``), the loop's last resort after the streamed retries. :class:`AnthropicClient`
-    is one.
+    and :class:`OpenAIClient` are.
     """
 
     retry: RetryPolicy
