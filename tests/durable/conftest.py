@@ -15,13 +15,12 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 
+import dbos  # noqa: F401  (the durable extra is part of the test extra: missing is a failure)
 import pytest
 import trio
 
 from trio_agent import TextBlock, ToolUseBlock
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, Timing, serve_scripted_model
-
-pytest.importorskip("dbos", reason="the durable extra (dbos) is part of the test extra")
 
 HERE = pathlib.Path(__file__).parent
 ROOT = HERE.parent.parent

@@ -8,9 +8,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import httpx
-import pytest
+import opentelemetry.sdk.trace as sdk
 import trio
 import trio.testing
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+    InMemorySpanExporter,
+)
+from opentelemetry.trace import StatusCode
 
 from trio_agent import (
     AnthropicClient,
@@ -22,19 +27,9 @@ from trio_agent import (
     ToolUseBlock,
     TurnEnd,
     Usage,
+    otel,
 )
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, Timing
-
-sdk = pytest.importorskip(
-    "opentelemetry.sdk.trace", reason="opentelemetry-sdk is in the test extra"
-)
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
-    InMemorySpanExporter,
-)
-from opentelemetry.trace import StatusCode  # noqa: E402
-
-from trio_agent import otel  # noqa: E402
 
 SLOW = Timing(token_delay=0.1, block_delay=0.1, json_chunk_size=4, text_chunk_size=4)
 
