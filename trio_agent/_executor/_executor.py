@@ -152,12 +152,15 @@ class _ExecutorManager:
         max_result_chars: int,
     ) -> None:
         self._tools = tools
-        self._max_result_chars = max_result_chars
-        self._turn_scope = turn_scope
-        self._can_use_tool = can_use_tool
-        self._max_concurrency = max_concurrency
-        self._context = context
-        self._tool_timeout = tool_timeout
+        # Checked at __aenter__, then handed to the executor as they are.
+        self._options: dict[str, Any] = {
+            "turn_scope": turn_scope,
+            "can_use_tool": can_use_tool,
+            "max_concurrency": max_concurrency,
+            "context": context,
+            "tool_timeout": tool_timeout,
+            "max_result_chars": max_result_chars,
+        }
         self._hooks = _Hooks()
         self._nursery_manager = trio.open_nursery()
 
@@ -165,25 +168,21 @@ class _ExecutorManager:
         # Check the arguments before opening the nursery: an error here is raised
         # as itself, not wrapped in the nursery's group.
         tools = _tools_by_name(self._tools)
-        if isinstance(self._max_concurrency, bool) or not isinstance(self._max_concurrency, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+        options = self._options
+        max_concurrency = options["max_concurrency"]
+        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int):
             raise TypeError("max_concurrency must be an int")
-        if self._max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, not {self._max_concurrency}")
-        check_timeout(self._tool_timeout, "tool_timeout")
-        if self._max_result_chars < 1:
-            raise ValueError(f"max_result_chars must be at least 1, not {self._max_result_chars}")
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
+        check_timeout(options["tool_timeout"], "tool_timeout")
+        if options["max_result_chars"] < 1:
+            raise ValueError(
+                f"max_result_chars must be at least 1, not {options['max_result_chars']}"
+            )
         nursery = await self._nursery_manager.__aenter__()
         # The one place that builds an executor (trio's NurseryManager does the same).
         return ToolExecutor._create(  # pyright: ignore[reportPrivateUsage]
-            nursery,
-            tools,
-            turn_scope=self._turn_scope,
-            can_use_tool=self._can_use_tool,
-            max_concurrency=self._max_concurrency,
-            context=self._context,
-            tool_timeout=self._tool_timeout,
-            max_result_chars=self._max_result_chars,
-            hooks=self._hooks,
+            nursery, tools, hooks=self._hooks, **options
         )
 
     async def __aexit__(
