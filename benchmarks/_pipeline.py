@@ -312,8 +312,8 @@ def _loopback_rows(config: Any, samples: int) -> list[Series]:
         streams = 1 if config.quick else 3
         paced_events = len(pipeline_answer(True).events())
         for path, shape in (
-            ("one", f"loopback TCP, {paced_events} events paced {_PACE * 1e6:.0f} us apart"),
-            ("bulk", "loopback TCP, whole body sent at once"),
+            ("one", f"loopback TCP paced, {paced_events} events {_PACE * 1e6:.0f} us apart"),
+            ("bulk", "loopback TCP bulk, the whole body sent at once"),
         ):
             timings = trio.run(
                 measure,

@@ -44,7 +44,7 @@ from ._protocol import RetryObserver
 from ._retry import RetryPolicy
 from ._sse import ResponseReader, SSEParser
 from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics
-from ._watchdog import StallMeter
+from ._watchdog import StallMeter, fail_after_parked
 
 __all__ = ["EventDecoder", "ProviderEdge", "StreamSettings", "open_http_stream"]
 
@@ -357,7 +357,7 @@ class _Attempt:
             raise APITimeoutError(f"no response within idle_timeout={idle_timeout}s")
         response = source.response
         # A response read from a network stream (httpcore) has the read timeout above;
-        # any other transport gets the client's own cancel scope around its reads.
+        # any other transport gets the client's own deadline on its reads.
         self.watched = response.extensions.get("network_stream") is not None
         self.reader = ResponseReader(response)
         stack.push_async_callback(_close, self.reader)
@@ -414,7 +414,14 @@ class _Attempt:
         """The data of the events completed by the next chunk of the body (maybe none)."""
         assert self.reader is not None
         try:
-            chunk = await self.reader.read()
+            if self.watched:
+                chunk = await self.reader.read()
+            else:
+                chunk = await fail_after_parked(self.reader.read(), self.idle_timeout)
+        except trio.TooSlowError:
+            raise StreamIdleTimeoutError(
+                f"no data for {self.idle_timeout}s (idle_timeout)"
+            ) from None
         except httpx.ReadTimeout as exc:
             raise StreamIdleTimeoutError(
                 f"no data for {self.idle_timeout}s (idle_timeout)"
@@ -431,25 +438,15 @@ class _Attempt:
     async def next_items(self) -> list[StreamItem]:
         """Read until some items may be handed out: those of one chunk; never [].
 
-        Each read is bounded by ``idle_timeout``: by httpcore's read timeout when the
-        response comes from a network stream, else by a cancel scope whose deadline is
-        set once per read, and which is gone once this returns (so the consumer's own
-        time never counts).
+        Each read is bounded by ``idle_timeout`` (see ``_watchdog.py``), so the
+        consumer's own time never counts.
         """
         if self.failure is not None:
             failure, self.failure = self.failure, None
             raise failure
-        if self.watched:
-            while True:
-                if (items := await self._next_chunk_items()) is not None:
-                    return items
-        idle_timeout = self.idle_timeout
-        with trio.CancelScope(deadline=trio.current_time() + idle_timeout) as idle:
-            while True:
-                if (items := await self._next_chunk_items()) is not None:
-                    return items
-                idle.deadline = trio.current_time() + idle_timeout
-        raise StreamIdleTimeoutError(f"no data for {idle_timeout}s (idle_timeout)")
+        while True:
+            if (items := await self._next_chunk_items()) is not None:
+                return items
 
     async def _next_chunk_items(self) -> list[StreamItem] | None:
         """The items of the next chunk, or None if it completed no event."""
