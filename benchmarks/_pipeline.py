@@ -136,6 +136,22 @@ async def stream_bare(http: httpx.AsyncClient, base_url: str) -> int:
     return events
 
 
+async def stream_bare_jiter(http: httpx.AsyncClient, base_url: str) -> int:
+    """Bare httpx-sse with the decoder the client uses (jiter): the client's own
+    overhead, JSON decoding aside."""
+    import jiter
+    from httpx_sse import aconnect_sse
+
+    events = 0
+    async with aconnect_sse(http, "POST", f"{base_url}/v1/messages", json=_BODY) as source:
+        async for sse in source.aiter_sse():
+            jiter.from_json(sse.data.encode())
+            events += 1
+    if events < 100:
+        raise RuntimeError(f"bare httpx-sse read only {events} events")
+    return events
+
+
 Contestant = Callable[[httpx.AsyncClient, str], Awaitable[int]]
 
 
@@ -178,20 +194,22 @@ async def measure(
 
 OURS = "trio_agent client (SSE + accumulate + channel)"
 BARE = "bare httpx-sse + json.loads"
+BARE_JITER = "bare httpx-sse + jiter (the client's JSON decoder)"
+CONTESTANTS: list[Contestant] = [stream_ours, stream_bare, stream_bare_jiter]
 
 
 def rows(
     name: str, shape: str, unit_scale: float, unit: str, timings: list[list[tuple[float, float]]]
 ) -> list[Series]:
-    """CPU and wall rows for ours (subject) and bare, from :func:`measure`'s output."""
+    """CPU and wall rows for ours (the subject) and the bare contestants, from
+    :func:`measure`'s output (contestants in :data:`CONTESTANTS` order)."""
     out: list[Series] = []
     for index, kind in ((0, "CPU"), (1, "wall")):
         metric = f"{kind} ms per stream, {shape}"
-        ours = Series(name, OURS, metric, unit, [t[index] * unit_scale for t in timings[0]])
-        bare = Series(
-            name, BARE, metric, unit, [t[index] * unit_scale for t in timings[1]], subject=OURS
-        )
-        out += [ours, bare]
+        out.append(Series(name, OURS, metric, unit, [t[index] * unit_scale for t in timings[0]]))
+        for who, runs in zip((BARE, BARE_JITER), timings[1:], strict=True):
+            samples = [t[index] * unit_scale for t in runs]
+            out.append(Series(name, who, metric, unit, samples, subject=OURS))
     return out
 
 
@@ -210,7 +228,7 @@ def bench_pipeline(config: Any) -> list[Series]:
             measure,
             ChunkedTransport(chunks),
             "http://bench",
-            [stream_ours, stream_bare],
+            CONTESTANTS,
             samples,
             2 if config.quick else _STREAMS_PER_SAMPLE,
         )
@@ -319,7 +337,7 @@ def _loopback_rows(config: Any, samples: int) -> list[Series]:
                 measure,
                 None,
                 f"http://127.0.0.1:{port}/{path}",
-                [stream_ours, stream_bare],
+                CONTESTANTS,
                 samples,
                 streams,
             )
