@@ -102,11 +102,9 @@ class Block:
             return ThinkingBlock(self.text(), self.signature, extra=self.extra)
         if self.kind == "compaction":
             return block_from_api(self.start)
-        # Tool input is only parsed at the block's stop; until then it is {}.
-        start = dict(self.start)
-        if "input" in start:
-            start["input"] = {}
-        return block_from_api(start)
+        # Tool input is only parsed at the block's stop; until then it is {} (also when
+        # the start had no input: it was read as {}).
+        return block_from_api({**self.start, "input": {}})
 
 
 JSON_BLOCK_TYPES = frozenset({"tool_use", "server_tool_use"})
