@@ -443,3 +443,13 @@ def test_repr() -> None:
     assert "started" in repr(acc)
     assert acc.started
     assert not acc.stopped
+
+
+def test_snapshot_of_an_open_tool_use_whose_start_had_no_input() -> None:
+    """The start's missing input reads as {} (as at the stop), also mid-block."""
+    acc = MessageAccumulator()
+    feed_all(acc, [start(), block_start(0, {"type": "tool_use", "id": "t1", "name": "Read"})])
+    assert acc.message.content == (ToolUseBlock("t1", "Read", {}),)
+    acc.feed(delta(0, type="input_json_delta", partial_json='{"a": 1}'))
+    assert acc.message.content == (ToolUseBlock("t1", "Read", {}),)
+    assert acc.feed(stop(0)) == [ToolUseBlock("t1", "Read", {"a": 1})]

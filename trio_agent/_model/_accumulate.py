@@ -15,11 +15,17 @@ Dispatch is on the event's JSON ``type`` (never the SSE event name). Text fields
 start empty and grow only by deltas. Tool input JSON is collected as a list of parts,
 joined and parsed once at ``content_block_stop``, so accumulating is linear in the
 input size (the official SDK re-parses the partial JSON at every delta).
+
+Speed: ``feed`` is a closure whose first lines take the deltas that only append to
+the open block (nearly every event of a stream) with every check of the general path
+and no attribute lookup; ``feed_deltas`` takes a run of them from a batch without a
+call per event. The general path (``_Accumulation``) does everything else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from itertools import islice
 from typing import Any, ClassVar, TypeVar
 
 import attrs
@@ -122,48 +128,41 @@ class MessageAccumulator:
     Args:
         limits: bounds on event size, tool input size and block count.
 
-    ``feed(event)`` returns what the event completed: the finished block at
-    ``content_block_stop``, the final message at ``message_stop``, else ``[]``.
-    Protocol violations raise :class:`StreamProtocolError`; limits raise
-    :class:`StreamLimitError`; an ``error`` event raises its typed
-    :class:`APIStatusError`.
+    Attributes:
+        feed: ``feed(event)`` applies one decoded event and returns what it completed:
+            the finished block at ``content_block_stop``, the final message at
+            ``message_stop``, else ``[]``. Protocol violations raise
+            :class:`StreamProtocolError`; limits raise :class:`StreamLimitError`; an
+            ``error`` event raises its typed :class:`APIStatusError`. (A function,
+            not a method: the deltas that only append to the open block, nearly every
+            event of a stream, take a path that reads no attribute.)
+        limits: the bounds in force.
+
+    :meth:`feed_deltas` feeds a run of such deltas at once, for a caller that holds a
+    batch of events.
     """
+
+    feed: Callable[[Mapping[str, Any]], list[ContentBlock | AssistantMessage]]
 
     def __init__(self, limits: StreamLimits | None = None) -> None:
         self.limits = limits if limits is not None else StreamLimits()
-        self._base: AssistantMessage | None = None
-        self._stop_reason: str | None = None
-        self._stop_sequence: str | None = None
-        self._usage = Usage()
-        self._extra: Mapping[str, Any] = {}
-        self._tool_ids: set[str] = set()
-        self._blocks: list[Block] = []
-        self._stopped = False
-        self._events = 0  # events fed, except the deltas counted as Block parts
-        self._pings = 0
-        self._ignored = 0
-        # The block the newest content_block_start opened, while it is open: deltas
-        # that only append to it take the hot path in feed().
-        self._hot: Block | None = None
-        # The last .message read, valid while no event was fed since (_count()).
-        self._snapshot: AssistantMessage | None = None
-        self._snapshot_at = -1
+        self._state = _Accumulation(self.limits)
+        self.feed = _hot_feed(self._state)
 
     def __repr__(self) -> str:
-        state = "stopped" if self._stopped else "started" if self._base else "new"
-        return f"<MessageAccumulator {state}, {len(self._blocks)} blocks, {self._count()} events>"
+        return f"<MessageAccumulator {self._state.describe()}>"
 
     # -- reading ---------------------------------------------------------------------
 
     @property
     def started(self) -> bool:
         """True once ``message_start`` was fed."""
-        return self._base is not None
+        return self._state.started
 
     @property
     def stopped(self) -> bool:
         """True once ``message_stop`` was fed."""
-        return self._stopped
+        return self._state.stopped
 
     @property
     def message(self) -> AssistantMessage:
@@ -172,11 +171,7 @@ class MessageAccumulator:
         Raises:
             StreamProtocolError: no ``message_start`` was fed yet.
         """
-        count = self._count()
-        if self._snapshot is None or self._snapshot_at != count:
-            self._snapshot = self.message_for(*(b.snapshot() for b in self._blocks))
-            self._snapshot_at = count
-        return self._snapshot
+        return self._state.message()
 
     def message_for(self, *blocks: ContentBlock) -> AssistantMessage:
         """The message so far (id, model, usage...) holding just *blocks*.
@@ -184,23 +179,11 @@ class MessageAccumulator:
         Cheap (independent of the number of blocks so far); the client uses it to hand
         out each finished block as a message of its own, as ``claude.ts`` does.
         """
-        if self._base is None:
-            raise StreamProtocolError("no message_start was received yet")
-        return attrs.evolve(
-            self._base,
-            content=blocks,
-            stop_reason=self._stop_reason,
-            stop_sequence=self._stop_sequence,
-            usage=self._usage,
-            extra=self._extra,
-        )
+        return self._state.message_for(blocks)
 
     def statistics(self) -> AccumulatorStatistics:
         """Counts of events, pings and ignored events so far."""
-        return AccumulatorStatistics(events=self._count(), pings=self._pings, ignored=self._ignored)
-
-    def _count(self) -> int:
-        return self._events + sum(b.folded + len(b.parts) for b in self._blocks)
+        return self._state.statistics()
 
     # -- decoding --------------------------------------------------------------------
 
@@ -224,37 +207,197 @@ class MessageAccumulator:
             raise StreamProtocolError(f"event is not an object with a type: {excerpt(data)}")
         return event  # pyright: ignore[reportUnknownVariableType]
 
-    # -- feeding ---------------------------------------------------------------------
+    # -- feeding in batches ----------------------------------------------------------
 
-    def feed(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
-        """Apply one decoded event; return the block or message it completed, if any."""
-        # Hot path: a text / thinking / tool input delta appended to the newest open
-        # block, with plain dicts and str (every check of the slow path, done cheaply).
-        # Anything else, or anything unusual, takes the general path below.
-        # ``index is block.index``: JSON decoding shares the int objects of small
-        # indexes, so identity is a cheap exact test (and excludes True); a larger
-        # index just takes the general path.
-        block = self._hot
-        if block is not None and type(event) is dict:
+    def feed_deltas(self, events: Sequence[Mapping[str, Any]], start: int = 0) -> int:
+        """Feed the run of appending deltas at ``events[start:]``; return where it ends.
+
+        An appending delta is a ``text_delta``, ``thinking_delta`` or
+        ``input_json_delta`` (within the size limit) for the block the newest
+        ``content_block_start`` opened, while it is open, as a plain ``dict``: what
+        :attr:`feed` would take without completing anything or raising. The run stops
+        at the first other event; its position is returned (``len(events)`` if there
+        is none, *start* if the run is empty), for the caller to :attr:`feed` it.
+        Feeding a batch this way gives exactly what feeding it event by event gives
+        (the message, the statistics, every error at its event), without a call per
+        delta::
+
+            position, end = 0, len(events)
+            while (position := acc.feed_deltas(events, position)) < end:
+                for done in acc.feed(events[position]):
+                    ...
+                position += 1
+
+        Raises:
+            ValueError: *start* is negative.
+        """
+        if start < 0:
+            raise ValueError(f"start must be >= 0, not {start}")
+        block = self._state.hot
+        if block is None:
+            return start
+        index, dtype, field, parts = block.index, block.hot_type, block.hot_field, block.parts
+        append, before = parts.append, len(parts)
+        # Every check of feed()'s hot path (see _hot_feed), per event; the run's length
+        # is what it appended. Two loops, so that text pays nothing for the tool input
+        # limit.
+        if not block.counted:
+            for event in islice(events, start, None):
+                if type(event) is dict:
+                    try:
+                        if event["index"] is index and event["type"] == "content_block_delta":
+                            delta = event["delta"]  # pyright: ignore[reportUnknownVariableType]
+                            if type(delta) is dict and delta["type"] == dtype:
+                                value = delta[field]  # pyright: ignore[reportUnknownVariableType]
+                                if type(value) is str:
+                                    append(value)  # counts the event (see Block)
+                                    continue
+                    except KeyError:
+                        pass
+                break
+        else:
+            room = block.room
+            for event in islice(events, start, None):
+                if type(event) is dict:
+                    try:
+                        if event["index"] is index and event["type"] == "content_block_delta":
+                            delta = event["delta"]  # pyright: ignore[reportUnknownVariableType]
+                            if type(delta) is dict and delta["type"] == dtype:
+                                value = delta[field]  # pyright: ignore[reportUnknownVariableType]
+                                if type(value) is str and (left := room - len(value)) >= 0:
+                                    room = left
+                                    append(value)
+                                    continue
+                    except KeyError:
+                        pass
+                break
+            block.room = room
+        return start + len(parts) - before
+
+
+#: Never the index of an event: the hot path's index while no block is open.
+_NO_INDEX = object()
+
+
+def _hot_feed(
+    state: _Accumulation,
+) -> Callable[[Mapping[str, Any]], list[ContentBlock | AssistantMessage]]:
+    """``feed``: the open block's appending deltas in a closure, the rest to *state*.
+
+    The open block's index, delta type and field, and its parts are cell variables,
+    re-read from ``state.hot`` after every event the general path took (only those
+    open or close a block). The closure refers to *state*, never to the accumulator,
+    so that no reference cycle keeps an accumulator alive after its last use.
+    """
+    general = state.feed
+    block = Block(index=-1, kind="fixed", start={})
+    index: object = _NO_INDEX
+    dtype, field = "", ""
+    parts: list[str] = []
+    counted = False
+
+    def feed(event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
+        # A text / thinking / tool input delta appended to the open block, with plain
+        # dicts and str: every check of the general path, done cheaply. Anything else,
+        # or anything unusual, takes the general path. ``index is ...``: JSON decoding
+        # shares the int objects of small indexes, so identity is a cheap exact test
+        # (and excludes True); a larger index just takes the general path.
+        nonlocal block, index, dtype, field, parts, counted
+        if type(event) is dict:
             try:
-                if event["index"] is block.index and event["type"] == "content_block_delta":
+                if event["index"] is index and event["type"] == "content_block_delta":
                     delta = event["delta"]  # pyright: ignore[reportUnknownVariableType]
-                    if type(delta) is dict and delta["type"] == block.hot_type:
-                        value = delta[block.hot_field]  # pyright: ignore[reportUnknownVariableType]
+                    if type(delta) is dict and delta["type"] == dtype:
+                        value = delta[field]  # pyright: ignore[reportUnknownVariableType]
                         if type(value) is str:
-                            if not block.counted:
-                                block.parts.append(value)  # counts the event (see Block)
+                            if not counted:
+                                parts.append(value)  # counts the event (see Block)
                                 return []
                             room = block.room - len(value)
                             if room >= 0:
                                 block.room = room
-                                block.parts.append(value)
+                                parts.append(value)
                                 return []
             except KeyError:
                 pass
-        return self._feed(event)
+        try:
+            return general(event)
+        finally:
+            hot = state.hot
+            if hot is None:
+                index = _NO_INDEX
+            else:
+                block, index, dtype, field = hot, hot.index, hot.hot_type, hot.hot_field
+                parts, counted = hot.parts, hot.counted
 
-    def _feed(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
+    return feed
+
+
+class _Accumulation:
+    """The state of one stream's accumulation, and the general path of ``feed``."""
+
+    def __init__(self, limits: StreamLimits) -> None:
+        self.limits = limits
+        self._base: AssistantMessage | None = None
+        self._stop_reason: str | None = None
+        self._stop_sequence: str | None = None
+        self._usage = Usage()
+        self._extra: Mapping[str, Any] = {}
+        self._tool_ids: set[str] = set()
+        self._blocks: list[Block] = []
+        self._stopped = False
+        self._events = 0  # events fed, except the deltas counted as Block parts
+        self._pings = 0
+        self._ignored = 0
+        # The block the newest content_block_start opened, while it is open: deltas
+        # that only append to it take the hot path (_hot_feed, feed_deltas).
+        self.hot: Block | None = None
+        # The last message() read, valid while no event was fed since (_count()).
+        self._snapshot: AssistantMessage | None = None
+        self._snapshot_at = -1
+
+    def describe(self) -> str:
+        state = "stopped" if self._stopped else "started" if self._base else "new"
+        return f"{state}, {len(self._blocks)} blocks, {self._count()} events"
+
+    # -- reading ---------------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        return self._base is not None
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def message(self) -> AssistantMessage:
+        count = self._count()
+        if self._snapshot is None or self._snapshot_at != count:
+            self._snapshot = self.message_for(tuple(b.snapshot() for b in self._blocks))
+            self._snapshot_at = count
+        return self._snapshot
+
+    def message_for(self, blocks: tuple[ContentBlock, ...]) -> AssistantMessage:
+        if self._base is None:
+            raise StreamProtocolError("no message_start was received yet")
+        return attrs.evolve(
+            self._base,
+            content=blocks,
+            stop_reason=self._stop_reason,
+            stop_sequence=self._stop_sequence,
+            usage=self._usage,
+            extra=self._extra,
+        )
+
+    def statistics(self) -> AccumulatorStatistics:
+        return AccumulatorStatistics(events=self._count(), pings=self._pings, ignored=self._ignored)
+
+    def _count(self) -> int:
+        return self._events + sum(b.folded + len(b.parts) for b in self._blocks)
+
+    # -- feeding ---------------------------------------------------------------------
+
+    def feed(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
         if not isinstance(event, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise StreamProtocolError(f"an event must be a mapping: {excerpt(repr(event))}")
         self._events += 1
@@ -372,7 +515,7 @@ class MessageAccumulator:
         hot = HOT_DELTA.get(block.kind)
         if hot is not None:
             block.hot_type, block.hot_field = hot
-            self._hot = block
+            self.hot = block
         return []
 
     def _relabel(self, fallback: Mapping[str, Any]) -> None:
@@ -447,8 +590,8 @@ class MessageAccumulator:
     ) -> list[ContentBlock | AssistantMessage]:
         block = self._open_block(event, "content_block_stop")
         block.stopped = True
-        if self._hot is block:
-            self._hot = None
+        if self.hot is block:
+            self.hot = None
         if block.kind == "json":
             block.final = self._finish_json(block)
         else:
@@ -527,7 +670,7 @@ class MessageAccumulator:
             if not block.stopped:
                 raise _violation(f"message_stop while block {block.index} is still open", event)
         self._stopped = True
-        return [self.message]
+        return [self.message()]
 
     _HANDLERS: ClassVar[Mapping[str, Any]] = {
         "message_start": _message_start,

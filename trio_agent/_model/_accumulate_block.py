@@ -72,6 +72,8 @@ class Block:
     index: int
     kind: str  # "text", "thinking", "json" (tool input) or "fixed"
     start: Mapping[str, Any]
+    #: The deltas appended so far. Only ever changed in place while the block is open:
+    #: ``feed`` keeps a reference to the open block's list.
     parts: list[str] = attrs.field(factory=lambda: list[str]())
     #: Exact UTF-8 size of the tool input so far; only kept once ``room`` ran out.
     size: int = 0
@@ -96,13 +98,16 @@ class Block:
     final: ContentBlock | None = None
 
     def text(self) -> str:
-        """The text so far; the parts are joined into one, so reading again is cheap."""
+        """The text so far; the parts are joined into one, so reading again is cheap.
+
+        In place: the hot path holds on to the list of the open block.
+        """
         parts = self.parts
         if len(parts) == 1:
             return parts[0]
         text = "".join(parts)
         self.folded += len(parts) - 1
-        self.parts = [text]
+        parts[:] = (text,)
         return text
 
     def snapshot(self) -> ContentBlock:
@@ -115,11 +120,9 @@ class Block:
             return ThinkingBlock(self.text(), self.signature, extra=self.extra)
         if self.kind == "compaction":
             return block_from_api(self.start)
-        # Tool input is only parsed at the block's stop; until then it is {}.
-        start = dict(self.start)
-        if "input" in start:
-            start["input"] = {}
-        return block_from_api(start)
+        # Tool input is only parsed at the block's stop; until then it is {} (also when
+        # the start had no input: it was read as {}).
+        return block_from_api({**self.start, "input": {}})
 
 
 JSON_BLOCK_TYPES = frozenset({"tool_use", "server_tool_use"})
