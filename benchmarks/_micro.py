@@ -123,8 +123,9 @@ def bench_accumulator(config: Config) -> list[Series]:
             subject="trio_agent",
             skipped=sdk_error,
         )
-        # The client feeds event by event: "trio_agent" is the goal row. feed_deltas is
-        # the batch API; its ratio is the SDK's time over its own.
+        # The client feeds each network read's events this way (feed_deltas for runs
+        # of deltas, feed() for the rest; a lone event by feed(), the "trio_agent"
+        # rows): the goal row. Its ratio is the SDK's time over its own.
         batch_cpu = Series(
             name,
             "trio_agent feed_deltas",
@@ -135,7 +136,8 @@ def bench_accumulator(config: Config) -> list[Series]:
         if metric == text:
             batch_cpu.note = (
                 "runs of deltas fed by feed_deltas(events, position), the other events by"
-                " feed(); the client feeds event by event (the trio_agent rows)"
+                " feed(), as the client feeds a read's events; a read of one event is fed"
+                " by feed() alone (the trio_agent rows)"
             )
         with_build = metric == text
         for _ in range(repeat):

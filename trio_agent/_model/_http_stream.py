@@ -469,39 +469,68 @@ class _Attempt:
 
     def _decode(self, events: list[str], items: list[StreamItem]) -> None:
         """Decode and accumulate *events* (one chunk's) into *items*, or hold them back
-        until the first content event (so that a retry stays invisible)."""
-        feed, message_for = self.accumulator.feed, self.accumulator.message_for
-        translate = self.decoder.translate
+        until the first content event (so that a retry stays invisible).
+
+        The chunk's events are decoded first, then fed: a run of deltas that only
+        append to the open block in one call (``feed_deltas``), anything else one by
+        one. An event that cannot be decoded is raised after the events before it.
+        """
+        accumulator = self.accumulator
+        feed, feed_deltas = accumulator.feed, accumulator.feed_deltas
+        message_for = accumulator.message_for
         now = trio.current_time()
         active = False
+        decoded: list[dict[str, Any]] = []
+        failure: Exception | None = None
+        translate = self.decoder.translate
+        for data in events:
+            try:
+                canonical = translate(data)
+            except Exception as exc:
+                failure = exc
+                break
+            if canonical:
+                decoded.extend(canonical)
+            else:
+                active = True  # an event with nothing to say is no ping
         try:
-            for data in events:
-                try:
-                    canonical = translate(data)
-                    if not canonical:
-                        active = True  # an event with nothing to say is no ping
-                    for event in canonical:
-                        etype: str = event["type"]
-                        if etype != "ping":
-                            active = True
-                        done = feed(event)
-                        out = items if self.handed_out else self.buffer
-                        out.append(StreamEvent(etype, event))
-                        for block in done:
-                            if not isinstance(block, AssistantMessage):
-                                out.append(message_for(block))
-                        if etype in _CONTENT_EVENTS or etype == "message_stop":
-                            if self.ttft is None and etype != "message_stop":
-                                self.ttft = now - self.started
-                            if not self.handed_out:
-                                self.handed_out = True
-                                items.extend(self.buffer)
-                                self.buffer = []
-                            if etype == "message_stop":
-                                return  # anything after it is not read
-                except APIStatusError as exc:
-                    exc.request_id = exc.request_id or self.request_id
-                    raise
+            position, end = 0, len(decoded)
+            while position < end:
+                # (A lone event is fed alone: a run of one gains nothing.)
+                run_end = feed_deltas(decoded, position) if end - position > 1 else position
+                if run_end > position:
+                    # Appending deltas: their block's start was handed out already.
+                    active = True
+                    items.extend(
+                        [StreamEvent("content_block_delta", e) for e in decoded[position:run_end]]
+                    )
+                    if run_end == end:
+                        break
+                event = decoded[run_end]
+                position = run_end + 1
+                etype: str = event["type"]
+                if etype != "ping":
+                    active = True
+                done = feed(event)
+                out = items if self.handed_out else self.buffer
+                out.append(StreamEvent(etype, event))
+                for block in done:
+                    if not isinstance(block, AssistantMessage):
+                        out.append(message_for(block))
+                if etype in _CONTENT_EVENTS or etype == "message_stop":
+                    if self.ttft is None and etype != "message_stop":
+                        self.ttft = now - self.started
+                    if not self.handed_out:
+                        self.handed_out = True
+                        items.extend(self.buffer)
+                        self.buffer = []
+                    if etype == "message_stop":
+                        return  # anything after it is not read
+            if failure is not None:
+                raise failure
+        except APIStatusError as exc:
+            exc.request_id = exc.request_id or self.request_id
+            raise
         finally:
             if active:
                 self.stall.activity(now)
