@@ -570,9 +570,7 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         assert call.result is None, "a call is finished once"
         call.result = result
         self._set_state(call, "finished")
-        self._progress.finished(
-            ToolFinished(result.tool_use_id, result.is_error, result.abort_reason)
-        )
+        self._progress.finished((result,))
         if deliver:
             self._deliver()
 
@@ -590,21 +588,39 @@ class ToolExecutor(metaclass=NoPublicConstructor):
             self._delivered = start + len(ready)
         self._maybe_end()
 
-    def _abort_call(
-        self, call: Call, reason: AbortReason, culprit: str | None, *, deliver: bool = True
-    ) -> None:
-        assert call.result is None, "only unfinished calls are aborted"
-        if call.state == "executing":
-            call.scope.cancel(reason=reason)
-        message = aborted_message(reason, started=call.started, culprit=culprit)
-        result = ToolResult(
-            call.block.id, message, is_error=True, abort_reason=reason, started=call.started
-        )
-        self._finish(call, result, deliver=deliver)
+    def _abort_call(self, call: Call, reason: AbortReason, culprit: str | None) -> None:
+        self._abort_many((call,), reason, culprit)
 
     def _abort_many(self, calls: Iterable[Call], reason: AbortReason, culprit: str | None) -> None:
+        """Cancel each of *calls* (unfinished) and answer it with a synthetic result,
+        then deliver once: a cascade over a thousand siblings is one pass, with one
+        wake-up of each channel's receiver (the same steps as :meth:`_finish`)."""
+        counts = self._counts
+        results: list[ToolResult] = []
+        # Indexed by ``started``: every sibling reads one of two messages.
+        messages = (
+            aborted_message(reason, started=False, culprit=culprit),
+            aborted_message(reason, started=True, culprit=culprit),
+        )
         for call in calls:
-            self._abort_call(call, reason, culprit, deliver=False)
+            assert call.result is None, "only unfinished calls are aborted"
+            state = call.state
+            if state == "executing":
+                call.scope.cancel(reason=reason)
+            started = call.started
+            call.result = result = ToolResult(
+                call.block.id,
+                messages[started],
+                is_error=True,
+                abort_reason=reason,
+                started=started,
+            )
+            counts[state] -= 1
+            call.state = "finished"
+            results.append(result)
+        if results:
+            counts["finished"] += len(results)
+            self._progress.finished(results)
         self._deliver()
 
     def _abort_all(self, reason: AbortReason, culprit: str | None) -> None:
