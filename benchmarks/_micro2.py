@@ -134,19 +134,24 @@ async def _executor_cancel(n: int) -> float:
         return ToolOutput("exit status 1", is_error=True)
 
     tools = [_tool("wait", _forever), _tool("Bash", fail, cascade=True)]
-    received = 0
+    received: list[Any] = []
     async with open_tool_executor(tools, max_concurrency=n + 1) as executor:
         for block in _blocks(n, "wait"):
             executor.add_tool(block)
         await trio.testing.wait_all_tasks_blocked()
-        from trio_agent import ToolUseBlock
+        from trio_agent import AbortReason, ToolUseBlock
 
         executor.add_tool(ToolUseBlock("toolu_fail", "Bash", {}))
         executor.finish()
-        async for _result in executor.results:
-            received += 1
+        # The same consumer as the bare side's: n receives (results come in add
+        # order, the failed call's own last, after the clock stops).
+        for _ in range(n):
+            received.append(await executor.results.receive())
         end = time.perf_counter()
-    assert received == n + 1
+        last = await executor.results.receive()
+    assert all(r.abort_reason is AbortReason.SIBLING_ERROR for r in received)
+    assert last.tool_use_id == "toolu_fail"
+    assert len(received) == n
     return end - failed_at[0]
 
 
@@ -164,6 +169,7 @@ async def _bare_cancel(n: int) -> float:
             await _forever({}, None)
         send.send_nowait("cancelled")
 
+    received: list[str] = []
     async with trio.open_nursery() as nursery:
         for _ in range(n):
             nursery.start_soon(waiter)
@@ -172,8 +178,10 @@ async def _bare_cancel(n: int) -> float:
         for scope in scopes:
             scope.cancel()
         for _ in range(n):
-            await recv.receive()
-    return time.perf_counter() - t0
+            received.append(await recv.receive())
+        end = time.perf_counter()
+    assert len(received) == n
+    return end - t0
 
 
 def bench_cancellation(config: Any) -> list[Series]:

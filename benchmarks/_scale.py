@@ -45,22 +45,17 @@ class _InProcessModel(httpx.AsyncBaseTransport):
         from ._scenarios import SCALE, answers
 
         request = b'{"stream": true}'
-        self._answers = [
-            ScriptedModel([answer]).respond("POST", "/v1/messages", (), request)
-            for answer in answers(SCALE, 1.0)
-        ]
+        self._answers: list[tuple[int, list[tuple[str, str]], list[tuple[float, bytes]]]] = []
+        for answer in answers(SCALE, 1.0):
+            served = ScriptedModel([answer]).respond("POST", "/v1/messages", (), request)
+            self._answers.append((served.status, list(served.headers), served.plan.schedule()))
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(await request.aread())
         turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
-        answer = self._answers[min(turn, len(self._answers) - 1)]
+        status, headers, schedule = self._answers[min(turn, len(self._answers) - 1)]
         await trio.lowlevel.checkpoint()
-        return httpx.Response(
-            answer.status,
-            headers=list(answer.headers),
-            stream=_Replay(answer.plan.schedule()),
-            request=request,
-        )
+        return httpx.Response(status, headers=headers, stream=_Replay(schedule), request=request)
 
 
 class _Replay(httpx.AsyncByteStream):
