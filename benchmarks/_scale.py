@@ -1,25 +1,174 @@
-"""Scale: N agent ``Session``s at once against the loopback server, each a
-two-iteration turn with tools. Each measurement runs in a fresh child process so its
-peak RSS is its own."""
+"""Scale: N agent ``Session``s at once, each a two-iteration turn with tools. Each
+measurement runs in a fresh child process so its peak RSS is its own.
+
+``scale`` serves the model from the loopback server (another process). ``scale_10k``
+serves it in the child itself (the same answers, through an in-process httpx
+transport: its memory counts against the sessions', which is conservative), because
+one server process cannot answer 10,000 streams in time; and it holds every turn
+at a barrier in its first tool call until all N turns are there, so all N are open
+at once, each mid-turn, when the peak is taken.
+"""
 
 from __future__ import annotations
 
+import contextvars
 import gc
 import json
 import resource
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+import httpx
 import trio
 
 from ._report import Series
 
 
+class _InProcessModel(httpx.AsyncBaseTransport):
+    """The loopback server's answers to ``/s/scale/1.0``, served in this process.
+
+    Like the server (``_server.Router``), the answer is chosen from the request
+    alone (the number of assistant messages in its history). Each answer is
+    rendered once by :class:`~trio_agent.testing.ScriptedModel` (so the bytes, their
+    timing and the headers are those the server sends) and replayed to every
+    request, without the model's log of requests.
+    """
+
+    def __init__(self) -> None:
+        from trio_agent.testing import ScriptedModel
+
+        from ._scenarios import SCALE, answers
+
+        request = b'{"stream": true}'
+        self._answers: list[tuple[int, list[tuple[str, str]], list[tuple[float, bytes]]]] = []
+        for answer in answers(SCALE, 1.0):
+            served = ScriptedModel([answer]).respond("POST", "/v1/messages", (), request)
+            self._answers.append((served.status, list(served.headers), served.plan.schedule()))
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(await request.aread())
+        turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+        status, headers, schedule = self._answers[min(turn, len(self._answers) - 1)]
+        await trio.lowlevel.checkpoint()
+        return httpx.Response(status, headers=headers, stream=_Replay(schedule), request=request)
+
+
+class _Replay(httpx.AsyncByteStream):
+    """A response body: the planned chunks, each at its time after the start."""
+
+    def __init__(self, schedule: Sequence[tuple[float, bytes]]) -> None:
+        self._schedule = schedule
+        self._start = trio.current_time()
+        self._next = 0
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        while self._next < len(self._schedule):
+            at, data = self._schedule[self._next]
+            self._next += 1
+            await trio.sleep_until(self._start + at)
+            if data:
+                return data
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        self._next = len(self._schedule)
+        await trio.lowlevel.checkpoint()
+
+
+async def _with_in_process_client(body: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Run ``body(client)`` with an ``AnthropicClient`` on :class:`_InProcessModel`."""
+    from trio_agent import AnthropicClient, RetryPolicy
+
+    async with httpx.AsyncClient(transport=_InProcessModel()) as http:
+        client = AnthropicClient(
+            api_key="bench",
+            base_url="http://scripted",
+            http_client=http,
+            retry=RetryPolicy(max_retries=0),
+        )
+        return await body(client)
+
+
+@attrs.define(eq=False)
+class _Turn:
+    """One session's turn, as the barrier sees it."""
+
+    arrived: bool = False
+
+
+#: The turn a tool call belongs to: set by the session's task, inherited by the
+#: tasks its turn starts (Trio copies the context into each new task).
+_TURN: contextvars.ContextVar[_Turn] = contextvars.ContextVar("scale_turn")
+
+
+@attrs.define(eq=False)
+class _Barrier:
+    """Holds each turn in its first tool call until every one of the *agents*
+    turns has arrived there (or ended), and counts the turns open.
+
+    ``open_at_release`` is how many turns were open when the last one arrived: N
+    means all N were open at once, each inside its first tool call (its first
+    answer streamed or streaming, its tools started).
+    """
+
+    agents: int
+    arrived: int = 0
+    open: int = 0
+    peak_open: int = 0
+    open_at_release: int = 0
+    rss_at_release_kb: int = 0
+    released: trio.Event = attrs.field(factory=trio.Event)
+
+    def opened(self) -> None:
+        self.open += 1
+        self.peak_open = max(self.peak_open, self.open)
+
+    def closed(self) -> None:
+        self.open -= 1
+
+    def arrive(self, turn: _Turn) -> None:
+        """*turn* is in its first tool call, or has ended (it must not hold the others)."""
+        if turn.arrived:
+            return
+        turn.arrived = True
+        self.arrived += 1
+        if self.arrived == self.agents:
+            self.open_at_release = self.open
+            self.rss_at_release_kb = _current_rss_kb()
+            self.released.set()
+
+    def gate(self, tools: list[Any]) -> list[Any]:
+        """*tools*, each waiting for the release before it runs (shared by all sessions,
+        as an application shares its tool definitions)."""
+
+        def wrap(tool: Any) -> Any:
+            run = tool.run
+
+            async def gated(tool_input: Any, ctx: Any) -> Any:
+                self.arrive(_TURN.get())
+                await self.released.wait()
+                return await run(tool_input, ctx)
+
+            return attrs.evolve(tool, run=gated)
+
+        return [wrap(t) for t in tools]
+
+
 def _child(
-    agents: int, base_url: str, mode: str, counting: bool = False, freeze: bool = False
+    agents: int,
+    base_url: str,
+    mode: str,
+    counting: bool = False,
+    freeze: bool = False,
+    in_process: bool = False,
 ) -> dict[str, Any]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * agents + 256)), hard))
@@ -29,20 +178,35 @@ def _child(
 
     completed = 0
     errors: dict[str, int] = {}
+    # In process, every turn waits at the barrier; the sessions are kept to the end.
+    barrier = _Barrier(agents) if in_process else None
+    shared_tools = barrier.gate(scenario_tools(Path("."))) if barrier is not None else None
+    sessions: list[Any] = []
 
     async def main(client: Any) -> tuple[float, int]:
         async def session_turn() -> None:
             nonlocal completed
-            session = Session(client, scenario_tools(Path(".")), model=MODEL, max_tokens=MAX_TOKENS)
-            async with session.submit(PROMPT) as events:
-                async for event in events:
-                    if isinstance(event, TurnEnd):
-                        if event.reason == TurnEndReason.COMPLETED:
-                            completed += 1
-                        else:
-                            why = f"{event.reason}: {type(event.error).__name__}: {event.error}"
-                            errors[why[:200]] = errors.get(why[:200], 0) + 1
-                            return
+            turn = _Turn()
+            _TURN.set(turn)
+            tools = shared_tools if shared_tools is not None else scenario_tools(Path("."))
+            session = Session(client, tools, model=MODEL, max_tokens=MAX_TOKENS)
+            if barrier is not None:
+                sessions.append(session)
+                barrier.opened()
+            try:
+                async with session.submit(PROMPT) as events:
+                    async for event in events:
+                        if isinstance(event, TurnEnd):
+                            if event.reason == TurnEndReason.COMPLETED:
+                                completed += 1
+                            else:
+                                why = f"{event.reason}: {type(event.error).__name__}: {event.error}"
+                                errors[why[:200]] = errors.get(why[:200], 0) + 1
+                                return
+            finally:
+                if barrier is not None:
+                    barrier.closed()
+                    barrier.arrive(turn)
             if len(session.messages) != 4:
                 raise RuntimeError(f"a session turn made {len(session.messages)} messages, not 4")
 
@@ -77,15 +241,21 @@ def _child(
         gc.freeze()
     gc.callbacks.append(on_gc)
     cpu0 = time.process_time()
+    instruments = [counts] if counts is not None else []
     try:
-        wall, base_rss = trio.run(
-            with_client, base_url, main, instruments=[counts] if counts is not None else []
-        )
+        if in_process:
+            wall, base_rss = trio.run(_with_in_process_client, main, instruments=instruments)
+        else:
+            wall, base_rss = trio.run(with_client, base_url, main, instruments=instruments)
     finally:
         cpu = time.process_time() - cpu0
         gc.callbacks.remove(on_gc)
     peak = _peak_rss_kb()
     return {
+        "peak_open": barrier.peak_open if barrier is not None else None,
+        "open_at_release": barrier.open_at_release if barrier is not None else None,
+        "rss_at_release_kb": barrier.rss_at_release_kb if barrier is not None else None,
+        "sessions_kept": len(sessions),
         "wall": wall,
         "cpu": cpu,
         "gc_cpu": gc_seconds[0],
@@ -158,7 +328,9 @@ def _peak_rss_kb() -> int:
 def child_main(argv: list[str]) -> int:
     agents, base_url, mode = int(argv[0]), argv[1], argv[2]
     options = set(argv[3:])
-    result = _child(agents, base_url, mode, "counts" in options, "freeze" in options)
+    result = _child(
+        agents, base_url, mode, "counts" in options, "freeze" in options, "in-process" in options
+    )
     print(json.dumps(result), flush=True)
     return 0
 
@@ -250,22 +422,36 @@ def bench_scale(config: Any) -> list[Series]:
 
 
 def bench_scale_10k(config: Any) -> list[Series]:
-    """10,000 concurrent Sessions in one process: the peak RSS (goal < 1 GB)."""
-    from ._e2e import server_url
+    """10,000 concurrent Sessions in one process: the peak RSS (goal < 1 GB).
 
+    The model is served in the child process (its memory counted too); every turn
+    waits in its first tool call until all N turns are open, each mid-turn.
+    """
     agents = 2_000 if config.quick else 10_000
-    base = f"{server_url(config)}/s/scale/1.0"
     who = "trio_agent Session"
     peak = Series("scale_10k", who, f"peak RSS, {agents} sessions", "MB")
     per = Series("scale_10k", who, "memory per session (peak - base) / N", "KB")
     done = Series("scale_10k", who, f"turns completed of {agents}", "turns")
-    m = _measure(agents, base, "session", 180 if config.quick else 1500)
+    together = Series("scale_10k", who, f"turns open at once of {agents}", "turns")
+    m = _measure(agents, "in-process", "session", 300 if config.quick else 1500, "in-process")
+    if m["errors"]:
+        raise RuntimeError(f"scale_10k: turns ended with errors: {m['errors']}")
+    if m["turns"] != agents:
+        raise RuntimeError(f"scale_10k: {m['turns']} of {agents} turns completed")
+    if m["open_at_release"] != agents:
+        raise RuntimeError(
+            f"scale_10k: {m['open_at_release']} of {agents} turns were open at the barrier"
+        )
     peak.samples.append(m["peak_rss_kb"] / 1024)
     per.samples.append((m["peak_rss_kb"] - m["base_rss_kb"]) / agents)
     done.samples.append(m["turns"])
+    together.samples.append(m["open_at_release"])
     peak.note = (
-        "one child process; VmHWM; each session one two-call turn with two tools. "
-        "Turns the one-process loopback server could not serve in time end with an "
-        f"error (their sessions were open all the same): {m['errors']}"
+        "one child process, VmHWM; each session one two-call turn with two tools "
+        "(every Session and its history kept to the end; the tool definitions shared, "
+        "as an application shares them); the scripted model served in the same "
+        "process (counted too); every turn held in its first tool call until all "
+        f"{agents} were open; {m['wall']:.0f} s wall, {m['cpu']:.0f} s CPU "
+        f"({m['gc_cpu']:.0f} s of it GC)"
     )
-    return [peak, per, done]
+    return [peak, per, done, together]

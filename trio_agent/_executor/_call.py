@@ -1,11 +1,12 @@
-"""One tool call: what the executor tracks about it, and what its task does.
+"""One tool call: what the executor tracks about it, and the steps of its task.
 
-The pure steps around a call (checking its input, and so its concurrency
-safety; reading what the tool returned) and :func:`execute`, the body of the
-call's task once it has its slot: ask ``can_use_tool``, run the tool, read the
-return. :func:`execute` touches no executor state: it answers with a
-:class:`Ran` or a :class:`Rejected`, and the executor does its bookkeeping in
-the same task step.
+The steps around a call: checking its input (and so its concurrency safety);
+once it has its slot, :func:`prepare` (the tool, its input and context) and
+:func:`permit` (ask ``can_use_tool``); after the tool ran, :func:`returned` or
+:func:`raised` (read what it gave back). They touch no executor state: each
+answers with a :class:`Runnable`, a :class:`Ran` or a :class:`Rejected`, and the
+executor does its bookkeeping in the same task step. The executor's task awaits
+the tool itself, so a cancelled tool unwinds straight into it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,19 @@ from ._results import (
     summarize_call,
 )
 
-__all__ = ["Call", "CallState", "Ran", "Rejected", "check_input", "execute", "read_return"]
+__all__ = [
+    "Call",
+    "CallState",
+    "Ran",
+    "Rejected",
+    "Runnable",
+    "check_input",
+    "permit",
+    "prepare",
+    "raised",
+    "read_return",
+    "returned",
+]
 
 #: The deepest tool input the executor validates and runs (the stream refuses deeper
 #: input already: ``StreamLimits.max_json_depth``, 100 by default).
@@ -153,72 +166,85 @@ class Rejected:
     message: str
 
 
-async def execute(
-    call: Call,
-    *,
-    can_use_tool: CanUseTool | None,
-    context: Any,
-    report: Callable[[Any], None],
-    tool_timeout: float | None = None,
-    max_result_chars: int,
-) -> Ran | Rejected:
-    """Permission, then the tool (setting ``call.started`` as it begins), for at
-    most the tool's own ``timeout`` or else *tool_timeout* seconds; the result's
-    text is capped at the tool's ``max_result_chars``, else *max_result_chars*."""
+@attrs.frozen
+class Runnable:
+    """The call may run: its tool, the input and context it runs with, and its
+    deadline (seconds, or None)."""
+
+    tool: Tool
+    input: Mapping[str, Any]
+    ctx: ToolContext
+    limit: float | None
+
+
+def prepare(
+    call: Call, *, context: Any, report: Callable[[Any], None], tool_timeout: float | None
+) -> Ran | Runnable:
+    """The call's tool, input, context and deadline (the tool's own ``timeout``,
+    else *tool_timeout*), or its answer if its input is invalid."""
     tool, block, input = call.tool, call.block, call.input
     assert tool is not None
     if call.input_error is not None:
         return _error(call, invalid_input_message(tool.name, call.input_error))
     assert input is not None, "a valid call has its plain input"
     ctx = ToolContext(block.id, tool.name, context=context, report=report)
-    if can_use_tool is not None:
-        try:
-            decision = await can_use_tool(tool, input, ctx)
-            if not isinstance(decision, Allow | Deny | Reject | Defer):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise TypeError(f"can_use_tool returned {type(decision).__name__}")
-        except Exception as exc:
-            return _error(call, permission_error_message(tool.name, exc))
-        if isinstance(decision, Deny):
-            return _error(call, decision.message)
-        if isinstance(decision, Reject):
-            return Rejected(decision.message)
-        if isinstance(decision, Defer):
-            # Pairing holds: a placeholder result, marked, that the loop keeps out of
-            # the history while the call waits for approval.
-            result = ToolResult(block.id, decision.message, is_error=True, deferred=True)
-            return Ran(result)
-        if decision.updated_input is not None:
-            error = tool.validate(decision.updated_input)
-            if error is not None:
-                return _error(call, invalid_input_message(tool.name, error))
-            input = plain_json(decision.updated_input)
-    call.started = True
     limit = tool.timeout if tool.timeout is not None else tool_timeout
-    value: Any = None
-    timed_out = False
+    return Runnable(tool, input, ctx, limit)
+
+
+async def permit(
+    call: Call, runnable: Runnable, can_use_tool: CanUseTool
+) -> Ran | Rejected | Runnable:
+    """Ask ``can_use_tool``: the call runs (maybe with an updated input), or is
+    answered (denied, deferred, its check failed) or rejected."""
+    tool = runnable.tool
     try:
-        if limit is None:
-            value = await tool.run(input, ctx)
-        else:
-            # The tool's own deadline (a TooSlowError it raises itself is its error).
-            with trio.move_on_after(limit) as deadline:
-                value = await tool.run(input, ctx)
-            timed_out = deadline.cancelled_caught
+        decision = await can_use_tool(tool, runnable.input, runnable.ctx)
+        if not isinstance(decision, Allow | Deny | Reject | Defer):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"can_use_tool returned {type(decision).__name__}")
     except Exception as exc:
-        return _error(call, raised_message(tool.name, exc), failed=True)
+        return _error(call, permission_error_message(tool.name, exc))
+    if isinstance(decision, Deny):
+        return _error(call, decision.message)
+    if isinstance(decision, Reject):
+        return Rejected(decision.message)
+    if isinstance(decision, Defer):
+        # Pairing holds: a placeholder result, marked, that the loop keeps out of
+        # the history while the call waits for approval.
+        result = ToolResult(call.block.id, decision.message, is_error=True, deferred=True)
+        return Ran(result)
+    if decision.updated_input is not None:
+        error = tool.validate(decision.updated_input)
+        if error is not None:
+            return _error(call, invalid_input_message(tool.name, error))
+        return attrs.evolve(runnable, input=plain_json(decision.updated_input))
+    return runnable
+
+
+def raised(call: Call, runnable: Runnable, exc: Exception) -> Ran:
+    """The answer of a tool that raised *exc*."""
+    return _error(call, raised_message(runnable.tool.name, exc), failed=True)
+
+
+def returned(
+    call: Call, runnable: Runnable, value: Any, *, timed_out: bool, max_result_chars: int
+) -> Ran:
+    """The answer of a tool that returned *value* (or ran past its deadline); its
+    text is capped at the tool's ``max_result_chars``, else *max_result_chars*."""
+    tool = runnable.tool
     if timed_out:
-        return _error(call, f"Error: {tool.name} timed out after {limit:g} s", failed=True)
+        return _error(call, f"Error: {tool.name} timed out after {runnable.limit:g} s", failed=True)
     read = read_return(value)
     if read is None:
         return _error(
             call,
-            bad_return_message(block.name, _describe_return(value)),
+            bad_return_message(call.block.name, _describe_return(value)),
             failed=True,
         )
     content, is_error, modifier = read
     limit = tool.max_result_chars if tool.max_result_chars is not None else max_result_chars
     content = cap_content(content, limit)
-    result = ToolResult(block.id, content, is_error=is_error, started=True)
+    result = ToolResult(call.block.id, content, is_error=is_error, started=True)
     return Ran(result, modifier, failed=is_error)
 
 

@@ -13,8 +13,9 @@ batch scope and builds the :class:`ToolExecutor` with it; the executor has no
 public constructor, so no half-built one is ever seen. The bookkeeping is
 synchronous (it happens in ``add_tool``, ``interrupt``, ``discard`` and when a
 tool task ends), so a synthetic result never needs an ``await`` and exists even
-when the turn scope was cancelled; what each tool's task does is in
-:mod:`._call`. "Why didn't my tool start?": ``ToolExecutor._pump`` decides, and
+when the turn scope was cancelled; the steps of each tool's task are in
+:mod:`._call` (``ToolExecutor._run_call`` strings them together and awaits the
+tool). "Why didn't my tool start?": ``ToolExecutor._pump`` decides, and
 logs each decision on the ``trio_agent.executor`` logger at DEBUG level.
 """
 
@@ -33,7 +34,17 @@ from .._exceptions import ExecutorClosedError, ToolDefinitionError, unwrap_singl
 from .._messages import ToolUseBlock
 from .._permissions import CanUseTool
 from .._tools import Tool, check_timeout
-from ._call import Call, CallState, Rejected, check_input, execute
+from ._call import (
+    Call,
+    CallState,
+    Rejected,
+    Runnable,
+    check_input,
+    permit,
+    prepare,
+    raised,
+    returned,
+)
 from ._progress import ProgressChannel
 from ._results import (
     DEFAULT_MAX_RESULT_CHARS,
@@ -570,9 +581,7 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         assert call.result is None, "a call is finished once"
         call.result = result
         self._set_state(call, "finished")
-        self._progress.finished(
-            ToolFinished(result.tool_use_id, result.is_error, result.abort_reason)
-        )
+        self._progress.finished((result,))
         if deliver:
             self._deliver()
 
@@ -590,21 +599,39 @@ class ToolExecutor(metaclass=NoPublicConstructor):
             self._delivered = start + len(ready)
         self._maybe_end()
 
-    def _abort_call(
-        self, call: Call, reason: AbortReason, culprit: str | None, *, deliver: bool = True
-    ) -> None:
-        assert call.result is None, "only unfinished calls are aborted"
-        if call.state == "executing":
-            call.scope.cancel(reason=reason)
-        message = aborted_message(reason, started=call.started, culprit=culprit)
-        result = ToolResult(
-            call.block.id, message, is_error=True, abort_reason=reason, started=call.started
-        )
-        self._finish(call, result, deliver=deliver)
+    def _abort_call(self, call: Call, reason: AbortReason, culprit: str | None) -> None:
+        self._abort_many((call,), reason, culprit)
 
     def _abort_many(self, calls: Iterable[Call], reason: AbortReason, culprit: str | None) -> None:
+        """Cancel each of *calls* (unfinished) and answer it with a synthetic result,
+        then deliver once: a cascade over a thousand siblings is one pass, with one
+        wake-up of each channel's receiver (the same steps as :meth:`_finish`)."""
+        counts = self._counts
+        results: list[ToolResult] = []
+        # Indexed by ``started``: every sibling reads one of two messages.
+        messages = (
+            aborted_message(reason, started=False, culprit=culprit),
+            aborted_message(reason, started=True, culprit=culprit),
+        )
         for call in calls:
-            self._abort_call(call, reason, culprit, deliver=False)
+            assert call.result is None, "only unfinished calls are aborted"
+            state = call.state
+            if state == "executing":
+                call.scope.cancel(reason=reason)
+            started = call.started
+            call.result = result = ToolResult(
+                call.block.id,
+                messages[started],
+                is_error=True,
+                abort_reason=reason,
+                started=started,
+            )
+            counts[state] -= 1
+            call.state = "finished"
+            results.append(result)
+        if results:
+            counts["finished"] += len(results)
+            self._progress.finished(results)
         self._deliver()
 
     def _abort_all(self, reason: AbortReason, culprit: str | None) -> None:
@@ -636,18 +663,44 @@ class ToolExecutor(metaclass=NoPublicConstructor):
             self._progress.end()
 
     async def _run_call(self, call: Call) -> None:
+        """The call's task: permission, then the tool, awaited here (not in a helper)
+        so that a cancelled tool unwinds straight into this frame."""
         try:
             with call.scope:
                 # Never start a tool into an already cancelled scope.
                 await trio.lowlevel.checkpoint_if_cancelled()
-                outcome = await execute(
+                outcome = prepare(
                     call,
-                    can_use_tool=self._can_use_tool,
                     context=self._context,
                     report=self._progress.reporter(call.block.id),
                     tool_timeout=self._tool_timeout,
-                    max_result_chars=self._max_result_chars,
                 )
+                if self._can_use_tool is not None and isinstance(outcome, Runnable):
+                    outcome = await permit(call, outcome, self._can_use_tool)
+                if isinstance(outcome, Runnable):
+                    runnable, limit = outcome, outcome.limit
+                    value: Any = None
+                    timed_out = False
+                    call.started = True
+                    try:
+                        if limit is None:
+                            value = await runnable.tool.run(runnable.input, runnable.ctx)
+                        else:
+                            # The tool's own deadline (a TooSlowError it raises itself
+                            # is its error).
+                            with trio.move_on_after(limit) as deadline:
+                                value = await runnable.tool.run(runnable.input, runnable.ctx)
+                            timed_out = deadline.cancelled_caught
+                    except Exception as exc:
+                        outcome = raised(call, runnable, exc)
+                    else:
+                        outcome = returned(
+                            call,
+                            runnable,
+                            value,
+                            timed_out=timed_out,
+                            max_result_chars=self._max_result_chars,
+                        )
                 if isinstance(outcome, Rejected):
                     self._reject(call, outcome.message)
                 else:

@@ -12,13 +12,13 @@ never waits, the latest report of a call always arrives (before its
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, final
 
 import attrs
 import trio
 
-from ._results import ToolFinished, ToolProgress
+from ._results import ToolFinished, ToolProgress, ToolResult
 
 __all__ = ["MAX_UNREAD", "ProgressChannel"]
 
@@ -50,7 +50,8 @@ class ProgressChannel(trio.abc.ReceiveChannel[ToolProgress | ToolFinished]):
     """Receives progress reports (bounded per call) and ToolFinished, in order."""
 
     def __init__(self) -> None:
-        self._buffer: deque[_Pending | ToolFinished] = deque()
+        # A call's end is queued as its ToolResult (see finished()).
+        self._buffer: deque[_Pending | ToolResult] = deque()
         self._calls: dict[str, _CallProgress] = {}
         self._lot = trio.lowlevel.ParkingLot()
         self._ended = False
@@ -86,14 +87,20 @@ class ProgressChannel(trio.abc.ReceiveChannel[ToolProgress | ToolFinished]):
         self._buffer.append(pending)
         self._lot.unpark()
 
-    def finished(self, item: ToolFinished) -> None:
-        """Queue the end of a call (after its last report); later reports are dropped."""
-        call = self._call(item.tool_use_id)
-        call.finished = True
-        call.newest = None  # no report may change what comes before the end
+    def finished(self, results: Sequence[ToolResult]) -> None:
+        """Queue the end of each call whose result is final (after its last report);
+        later reports of those calls are dropped. The :class:`ToolFinished` is made
+        when it is received, so a consumer that never reads progress never pays for it."""
+        calls = self._calls
+        for result in results:
+            call = calls.get(result.tool_use_id)
+            if call is None:
+                call = calls[result.tool_use_id] = _CallProgress()
+            call.finished = True
+            call.newest = None  # no report may change what comes before the end
         if self._closed or self._ended:
             return
-        self._buffer.append(item)
+        self._buffer.extend(results)
         self._lot.unpark()
 
     def end(self) -> None:
@@ -120,8 +127,8 @@ class ProgressChannel(trio.abc.ReceiveChannel[ToolProgress | ToolFinished]):
         if not self._buffer:
             raise trio.EndOfChannel
         item = self._buffer.popleft()
-        if isinstance(item, ToolFinished):
-            return item
+        if isinstance(item, ToolResult):
+            return ToolFinished(item.tool_use_id, item.is_error, item.abort_reason)
         call = item.call
         call.unread -= 1
         if call.newest is item:
