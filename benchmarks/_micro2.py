@@ -124,13 +124,14 @@ async def _forever(_input: Mapping[str, Any], _ctx: Any) -> str:
     raise AssertionError("unreachable")
 
 
-async def _executor_cancel(n: int) -> float:
+async def _executor_cancel(n: int) -> tuple[float, float]:
+    """(wall, CPU) seconds from the failure until n results were received."""
     from trio_agent import ToolOutput, open_tool_executor
 
-    failed_at: list[float] = []
+    failed_at: list[tuple[float, float]] = []
 
     async def fail(_input: Mapping[str, Any], _ctx: Any) -> Any:
-        failed_at.append(time.perf_counter())
+        failed_at.append((time.perf_counter(), time.process_time()))
         return ToolOutput("exit status 1", is_error=True)
 
     tools = [_tool("wait", _forever), _tool("Bash", fail, cascade=True)]
@@ -147,15 +148,15 @@ async def _executor_cancel(n: int) -> float:
         # order, the failed call's own last, after the clock stops).
         for _ in range(n):
             received.append(await executor.results.receive())
-        end = time.perf_counter()
+        end = (time.perf_counter(), time.process_time())
         last = await executor.results.receive()
     assert all(r.abort_reason is AbortReason.SIBLING_ERROR for r in received)
     assert last.tool_use_id == "toolu_fail"
     assert len(received) == n
-    return end - failed_at[0]
+    return end[0] - failed_at[0][0], end[1] - failed_at[0][1]
 
 
-async def _bare_cancel(n: int) -> float:
+async def _bare_cancel(n: int) -> tuple[float, float]:
     """The bare design the goal names: a task per call runs the same tool in its own
     cancel scope; the failure cancels each sibling's scope and the consumer
     receives a result for each (as the executor's consumer does), from the
@@ -174,14 +175,14 @@ async def _bare_cancel(n: int) -> float:
         for _ in range(n):
             nursery.start_soon(waiter)
         await trio.testing.wait_all_tasks_blocked()
-        t0 = time.perf_counter()
+        t0 = (time.perf_counter(), time.process_time())
         for scope in scopes:
             scope.cancel()
         for _ in range(n):
             received.append(await recv.receive())
-        end = time.perf_counter()
+        end = (time.perf_counter(), time.process_time())
     assert len(received) == n
-    return end - t0
+    return end[0] - t0[0], end[1] - t0[1]
 
 
 def bench_cancellation(config: Any) -> list[Series]:
@@ -189,19 +190,23 @@ def bench_cancellation(config: Any) -> list[Series]:
     name, metric = "cancellation", f"ms until {n} synthetic results received"
     ours = Series(name, "trio_agent executor (sibling_error cascade)", metric, "ms")
     bare = Series(name, "bare trio, a cancel scope per task", metric, "ms", subject=ours.contestant)
-    runs = ((ours, _executor_cancel), (bare, _bare_cancel))
+    ours_cpu = Series(name, ours.contestant, f"CPU {metric}", "ms")
+    bare_cpu = Series(name, bare.contestant, f"CPU {metric}", "ms", subject=ours.contestant)
+    runs = ((ours, ours_cpu, _executor_cancel), (bare, bare_cpu, _bare_cancel))
     for i in range(max(config.repeat, 3)):
         # Interleaved, the order flipping each round; GC on for both, each run
         # starting from a full collection, so that neither pays for a collection
         # the other's garbage made due.
-        for series, contestant in runs if i % 2 == 0 else runs[::-1]:
+        for wall_row, cpu_row, contestant in runs if i % 2 == 0 else runs[::-1]:
             gc.collect()
-            series.samples.append(trio.run(contestant, n) * 1e3)
+            wall, cpu = trio.run(contestant, n)
+            wall_row.samples.append(wall * 1e3)
+            cpu_row.samples.append(cpu * 1e3)
     ours.note = (
         "both sides: 1,000 tasks, each running the same tool in its own cancel scope; "
         "timed from the failure until the consumer has received a result per call"
     )
-    return [ours, bare]
+    return [ours, bare, ours_cpu, bare_cpu]
 
 
 # --- progress latency ----------------------------------------------------------------
@@ -278,12 +283,23 @@ def bench_progress(config: Any) -> list[Series]:
                     subject="trio_agent executor.progress",
                 ),
             )
+        cpu_metric = f"CPU us per report ({tools_n} tools, every ms)"
+        ours_cpu = Series(name, "trio_agent executor.progress", cpu_metric, "us")
+        bare_cpu = Series(
+            name, "bare trio memory channel", cpu_metric, "us", subject=ours_cpu.contestant
+        )
         for _ in range(max(config.repeat, 3)):
+            cpu0 = time.process_time()
             ours = trio.run(_executor_progress, tools_n, reports)
+            cpu1 = time.process_time()
             bare = trio.run(_bare_progress, tools_n, reports)
+            cpu2 = time.process_time()
+            ours_cpu.samples.append((cpu1 - cpu0) / len(ours) * 1e6)
+            bare_cpu.samples.append((cpu2 - cpu1) / len(bare) * 1e6)
             for q, (o, b) in rows.items():
                 o.samples.append(_percentile(ours, q) * 1e6)
                 b.samples.append(_percentile(bare, q) * 1e6)
         for o, b in rows.values():
             out += [o, b]
+        out += [ours_cpu, bare_cpu]
     return out

@@ -275,6 +275,7 @@ def targets(series: Sequence[Series]) -> list[Row]:
     )
     big = _find(series, "scale_10k", "trio_agent", "peak RSS")
     served = _find(series, "scale_10k", "trio_agent", "turns completed")
+    open_at_once = _find(series, "scale_10k", "trio_agent", "turns open at once")
     rows.append(
         _value_row(
             series,
@@ -292,6 +293,8 @@ def targets(series: Sequence[Series]) -> list[Row]:
                 and "10000" in big.metric
                 and served is not None
                 and served.median == 10_000
+                and open_at_once is not None
+                and open_at_once.median == 10_000
             ),
         )
     )
