@@ -113,7 +113,11 @@ def render(series: Sequence[Series], meta: dict[str, Any], analysis: str) -> str
         "## How this was produced",
         "",
         "```",
-        f"{meta['command']}   # {meta['total_seconds']:.0f} s",
+        (
+            f"{meta['command']}   # {meta['total_seconds']:.0f} s"
+            if "\n" not in meta["command"]
+            else f"{meta['command']}\n# the run took {meta['total_seconds']:.0f} s"
+        ),
         "```",
         "",
         f"Run {meta.get('date', 'at an unknown date')} on {m['nproc']} CPUs "
@@ -135,7 +139,7 @@ def render(series: Sequence[Series], meta: dict[str, Any], analysis: str) -> str
         " marks: block finished, result delivered, ideal end): `benchmarks/timeline.svg`"
         " when run with `--svg benchmarks/timeline.svg`.",
         "",
-        "## Versus the targets of issue #5",
+        "## Versus the targets (issues 5 and 13)",
         "",
         targets_markdown(series),
         "",

@@ -104,8 +104,11 @@ def bench_dispatch(config: Any) -> list[Series]:
         (bare, bare_cpu, lambda: trio.run(_bare_dispatch, n)),
     )
     for i in range(max(config.repeat, 3)):
-        # Interleaved, the order rotating each round; GC on for all.
+        # Interleaved, the order rotating each round; GC on for all, each run starting
+        # from a full collection (else a collection made due by another contestant's
+        # garbage lands in this one's window: the bare row moved 15-26 us that way).
         for wall_row, cpu_row, run in runs[i % 3 :] + runs[: i % 3]:
+            gc.collect()
             cpu, wall = run()
             wall_row.samples.append(wall / n * 1e6)
             cpu_row.samples.append(cpu / n * 1e6)

@@ -1,4 +1,4 @@
-"""Where a run stands against the targets of issue #5, computed from its series.
+"""Where a run stands against the targets of issues 5 and 13, computed from its series.
 
 Every figure here is derived from the run's own rows (the same paired ratios as the
 table), so a re-run refreshes the verdicts too. A target whose rows are missing
@@ -159,7 +159,7 @@ def _value_row(
 
 
 def targets(series: Sequence[Series]) -> list[Row]:
-    """(target, verdict, where we stand) for each target of issue #5."""
+    """(target, verdict, where we stand) for each target of issues 5 and 13."""
     rows = _e2e_rows(series)
     rows.append(
         _ratio_row(

@@ -165,4 +165,4 @@ def test_quick_run_is_sane(tmp_path: Path) -> None:
     assert "model stream" in svg
     markdown = md_path.read_text()
     assert "| e2e.seed1 | turn wall time | ideal |" in markdown
-    assert "## Versus the targets of issue #5" in markdown
+    assert "## Versus the targets (issues 5 and 13)" in markdown
