@@ -190,7 +190,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("list", help="list the benchmarks")
     run = sub.add_parser("run", help="run benchmarks (all by default)")
     run.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
-    run.add_argument("--quick", action="store_true", help="small N, one repeat: about 2 minutes on 2 cores")
+    run.add_argument(
+        "--quick", action="store_true", help="small N, one repeat: about 2 minutes on 2 cores"
+    )
     run.add_argument("--json", metavar="PATH", help="write every sample as JSON")
     run.add_argument("--svg", metavar="PATH", help="write the end-to-end timelines as SVG")
     run.add_argument(
