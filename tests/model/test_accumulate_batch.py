@@ -24,21 +24,11 @@ from trio_agent import (
     ToolUseBlock,
     TrioAgentError,
 )
+from trio_agent.testing import ScriptedAnswer
 from trio_agent.testing import strategies as tst
 
-START: dict[str, Any] = {
-    "type": "message_start",
-    "message": {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "m",
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-    },
-}
+#: A message_start as the scripted model sends it.
+START: dict[str, Any] = ScriptedAnswer(blocks=[TextBlock("")]).events()[0]
 TEXT: dict[str, Any] = {"type": "text", "text": ""}
 TOOL: dict[str, Any] = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}}
 
