@@ -7,20 +7,30 @@ in virtual time, and that the inner coroutine really ran (its steps are recorded
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import httpx
 import pytest
 import trio
 import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trio_agent import (
+    AnthropicClient,
+    RetryPolicy,
+    StreamEvent,
+    StreamIdleTimeoutError,
+    StreamResult,
+    TextBlock,
+)
 from trio_agent._model import _watchdog as watchdog
 from trio_agent._model._watchdog import (
     MAX_FREE_YIELDS,
     fail_after_parked,
 )
+from trio_agent.testing import ScriptedAnswer, Timing, encode_event
 
 
 async def test_a_ready_read_returns_its_value_at_once(autojump_clock: Any) -> None:
@@ -287,3 +297,88 @@ async def test_only_a_wait_costs_a_cancel_scope(
     assert await fail_after_parked(waits(), 5.0) == "waited"
     monkeypatch.undo()
     assert entered == [pytest.approx(5.0), pytest.approx(5.0)]  # one deadline for both
+
+
+# -- in the client: a body that waits on a memory channel (no scope of its own) ----------
+
+
+class _ChannelBody(httpx.AsyncByteStream):
+    def __init__(self, receive: trio.MemoryReceiveChannel[bytes]) -> None:
+        self._receive = receive
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._receive:
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._receive.aclose()
+
+
+class _ChannelTransport(httpx.AsyncBaseTransport):
+    """Answers with a body read from a channel a test task feeds (as a proxy, or an
+    ASGI app's stream, would)."""
+
+    def __init__(self, receive: trio.MemoryReceiveChannel[bytes]) -> None:
+        self.receive = receive
+        self.requests = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests += 1
+        headers = {"content-type": "text/event-stream"}
+        return httpx.Response(200, headers=headers, stream=_ChannelBody(self.receive))
+
+
+def _event_bytes() -> list[bytes]:
+    answer = ScriptedAnswer(blocks=[TextBlock("one two three")], timing=Timing(text_chunk_size=4))
+    return [encode_event(e) for e in answer.events()]
+
+
+async def _stream_through_channel(
+    gaps: list[float], consumer_sleep: float
+) -> tuple[list[Any], BaseException | None, float]:
+    send, receive = trio.open_memory_channel[bytes](math.inf)
+    transport = _ChannelTransport(receive)
+    chunks = _event_bytes()
+    items: list[Any] = []
+    error: BaseException | None = None
+
+    async def produce() -> None:
+        async with send:
+            for chunk, gap in zip(chunks, [*gaps, *[0.0] * len(chunks)], strict=False):
+                await trio.sleep(gap)
+                await send.send(chunk)
+            await trio.sleep_forever()  # the connection stays open
+
+    async with trio.open_nursery() as nursery, httpx.AsyncClient(transport=transport) as http:
+        nursery.start_soon(produce)
+        client = AnthropicClient(
+            api_key="k", http_client=http, idle_timeout=10.0, retry=RetryPolicy.never()
+        )
+        try:
+            async with client.stream(model="m", max_tokens=8, messages=[]) as stream:
+                async for item in stream:
+                    items.append(item)
+                    await trio.sleep(consumer_sleep)
+        except StreamIdleTimeoutError as exc:
+            error = exc
+        nursery.cancel_scope.cancel()
+    assert transport.requests == 1
+    return items, error, trio.current_time()
+
+
+async def test_a_body_that_waits_too_long_times_out_in_the_client(autojump_clock: Any) -> None:
+    # Three events, then a 25 s gap against a 10 s idle timeout: cut at 10 s.
+    items, error, now = await _stream_through_channel([0.0, 0.0, 0.0, 25.0], 0.0)
+    assert isinstance(error, StreamIdleTimeoutError)
+    assert len(items) == 3
+    assert now == pytest.approx(10.0)
+
+
+async def test_consumer_time_is_not_idle_time_for_a_waiting_body(autojump_clock: Any) -> None:
+    # Gaps of 6 s (under the timeout), a consumer taking 30 s per item (over it): no
+    # timeout, every item read.
+    gaps = [6.0] * len(_event_bytes())
+    items, error, _ = await _stream_through_channel(gaps, 30.0)
+    assert error is None
+    assert isinstance(items[-1], StreamResult)
+    assert sum(isinstance(i, StreamEvent) for i in items) == len(_event_bytes())
