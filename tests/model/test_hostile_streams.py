@@ -10,7 +10,9 @@ event; never ``TypeError`` / ``KeyError`` / ``AttributeError`` / ``RecursionErro
 from __future__ import annotations
 
 import json
-from typing import Any
+import types
+from collections.abc import Iterator, Mapping
+from typing import Any, cast
 
 import pytest
 import trio
@@ -28,6 +30,7 @@ from trio_agent import (
     UserMessage,
     message_from_api,
 )
+from trio_agent._messages import json_depth
 from trio_agent.testing import (
     LeakCheck,
     RawAnswer,
@@ -283,3 +286,43 @@ def test_deep_tool_input_is_a_limit_error_never_a_recursion_error(depth: int) ->
     else:
         (block,) = acc.feed({"type": "content_block_stop", "index": 0})
         assert block.input["a"] == json.loads(raw)["a"]
+
+
+class _OwnMapping(Mapping[str, Any]):
+    """A Mapping that is neither a dict nor a mappingproxy (the general path)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=tst.json_objects(max_leaves=30), limit=st.integers(0, 6))
+def test_json_depth_is_the_same_whatever_the_mapping_type(value: Any, limit: int) -> None:
+    def convert(item: Any, wrap: Any) -> Any:
+        if isinstance(item, dict):
+            fields = cast("dict[str, Any]", item)
+            return wrap({k: convert(v, wrap) for k, v in fields.items()})
+        if isinstance(item, list):
+            return tuple(convert(v, wrap) for v in cast("list[Any]", item))
+        return item
+
+    def reference(item: Any) -> int:  # recursive, unbounded
+        if isinstance(item, Mapping):
+            values = cast("Mapping[str, Any]", item).values()
+            return 1 + max((reference(v) for v in values), default=0)
+        if isinstance(item, list | tuple):
+            return 1 + max((reference(v) for v in cast("list[Any]", item)), default=0)
+        return 0
+
+    expected = min(reference(value), limit + 1)
+    for wrap in (dict, types.MappingProxyType, _OwnMapping):
+        assert json_depth(convert(value, wrap), limit) == expected
