@@ -1,6 +1,6 @@
 """The client's read path against bare httpx-sse + ``json.loads`` on the same bytes.
 
-Both contestants read the same pre-rendered SSE bytes through a real httpx transport
+Every contestant reads the same pre-rendered SSE bytes through a real httpx transport
 whose body yields them in a given chunking, with a Trio checkpoint per chunk (as a
 socket read has):
 
@@ -11,8 +11,10 @@ and the same over a real loopback socket (httpcore, a server in its own process)
 paced so that each is read alone, and the whole body sent at once.
 
 The client's row is the whole public path (``AnthropicClient.stream``: SSE parsing,
-JSON decoding, accumulation, the channel to the consumer); the bare row parses SSE with
-httpx-sse and decodes each event's JSON, nothing else. Contestants alternate run by run
+JSON decoding, accumulation, the channel to the consumer); the bare rows parse SSE with
+httpx-sse and decode each event's JSON, nothing else: with ``json.loads`` (the goal's
+contestant) and with jiter, the client's own decoder (what the client adds, decoding
+aside). Contestants alternate run by run
 in one Trio run, with the garbage collector on for both; each sample is the median of a
 few streams, in CPU time (``time.process_time``) and wall time.
 
