@@ -15,7 +15,6 @@ import os
 import signal
 import socket
 import sys
-import time
 from collections import defaultdict
 
 import anyio
@@ -137,4 +136,5 @@ if __name__ == "__main__":
     if "--stubborn" in sys.argv:
         # Outlive stdin's end and ignore SIGTERM: only SIGKILL stops this one.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        time.sleep(3600)
+        while True:
+            signal.pause()

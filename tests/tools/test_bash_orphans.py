@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import select
 import shlex
 import subprocess
 import sys
@@ -27,13 +28,13 @@ from trio_agent.tools import Bash, Workspace
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the subreaper is Linux-only")
 
 _DAEMON = (
-    "import os, sys, time\n"
+    "import os, signal, sys\n"
     "if os.fork(): os._exit(0)\n"
     "os.setsid()\n"
     "if os.fork(): os._exit(0)\n"
     "print('pid', os.getpid(), flush=True)\n"
     "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
-    "time.sleep(300)\n"
+    "while True: signal.pause()\n"
 )
 
 #: The escaper's own body: report its pid (kept by ``exec``), mark itself ready in
@@ -59,6 +60,21 @@ def _exists(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def _exited(pid: int, *, deadline: float) -> bool:
+    """Whether *pid* has exited by *deadline*: waits on a pidfd (readable once the
+    process exits, whoever its parent is; a zombie has exited), no polling."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True  # gone (exited and reaped)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(max(0.0, deadline - time.monotonic()) * 1000))
+    finally:
+        os.close(fd)
 
 
 def _pids(lines: list[str]) -> list[int]:
@@ -232,8 +248,6 @@ def test_no_escaper_survives_the_agent_being_killed(
         agent.kill()
         agent.wait()
         agent.stdout.close()
-        for _ in range(1000):  # the runner sweeps asynchronously; at most ~10 s
-            if not any(_exists(pid) for pid in pids):
-                break
-            time.sleep(0.01)
-    assert [pid for pid in pids if _exists(pid)] == []
+        # The runner sweeps asynchronously: wait (at most 10 s) for each to exit.
+        running = [pid for pid in pids if not _exited(pid, deadline=time.monotonic() + 10.0)]
+    assert running == []
