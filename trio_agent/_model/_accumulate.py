@@ -49,6 +49,7 @@ from ._accumulate_block import (
     HOT_DELTA,
     JSON_BLOCK_TYPES,
     Block,
+    load_event,
     strict_loads,
     utf8_len,
 )
@@ -194,15 +195,7 @@ class MessageAccumulator:
             StreamLimitError: the data is larger than ``limits.max_event_bytes``.
             StreamProtocolError: the data is not a JSON object with a string ``type``.
         """
-        size = len(data) if isinstance(data, bytes) else utf8_len(data)
-        if size > self.limits.max_event_bytes:
-            raise StreamLimitError(
-                f"an event of {size} bytes exceeds max_event_bytes={self.limits.max_event_bytes}"
-            )
-        try:
-            event: Any = strict_loads(data, "event data")
-        except ValueError:
-            raise StreamProtocolError(f"event data is not JSON: {excerpt(data)}") from None
+        event: Any = load_event(data, self.limits.max_event_bytes)
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             raise StreamProtocolError(f"event is not an object with a type: {excerpt(data)}")
         return event  # pyright: ignore[reportUnknownVariableType]

@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 import jiter
 
-from .._exceptions import StreamLimitError
+from .._exceptions import StreamLimitError, StreamProtocolError, excerpt
 from .._messages import ContentBlock, TextBlock, ThinkingBlock, block_from_api
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "HOT_DELTA",
     "JSON_BLOCK_TYPES",
     "Block",
+    "load_event",
     "strict_loads",
     "utf8_len",
 ]
@@ -63,6 +64,24 @@ def strict_loads(data: str | bytes, what: str) -> Any:
         # The C decoder recurses once per nesting level: hostile nesting must not
         # escape as a RecursionError.
         raise StreamLimitError(f"{what} is nested too deeply") from None
+
+
+def load_event(data: str | bytes, max_event_bytes: int) -> Any:
+    """One server-sent event's ``data`` as JSON (strict), within *max_event_bytes*.
+
+    Raises:
+        StreamLimitError: the data is larger than *max_event_bytes*.
+        StreamProtocolError: the data is not JSON.
+    """
+    size = len(data) if isinstance(data, bytes) else utf8_len(data)
+    if size > max_event_bytes:
+        raise StreamLimitError(
+            f"an event of {size} bytes exceeds max_event_bytes={max_event_bytes}"
+        )
+    try:
+        return strict_loads(data, "event data")
+    except ValueError:
+        raise StreamProtocolError(f"event data is not JSON: {excerpt(data)}") from None
 
 
 @attrs.define(eq=False)

@@ -24,9 +24,9 @@ from typing import Any, Final, cast
 
 import attrs
 
-from .._exceptions import StreamLimitError, StreamProtocolError, excerpt
+from .._exceptions import StreamProtocolError, excerpt
 from ._accumulate import StreamLimits
-from ._accumulate_block import strict_loads, utf8_len
+from ._accumulate_block import load_event
 from ._openai_errors import openai_stream_error
 
 __all__ = [
@@ -57,15 +57,7 @@ def decode_openai(data: str, limits: StreamLimits) -> Mapping[str, Any]:
     """One event's ``data`` as a dict (``[DONE]`` as :data:`DONE`), within the limits."""
     if data == "[DONE]":
         return DONE
-    size = utf8_len(data)
-    if size > limits.max_event_bytes:
-        raise StreamLimitError(
-            f"an event of {size} bytes exceeds max_event_bytes={limits.max_event_bytes}"
-        )
-    try:
-        event: Any = strict_loads(data, "event data")
-    except ValueError:
-        raise StreamProtocolError(f"event data is not JSON: {excerpt(data)}") from None
+    event: Any = load_event(data, limits.max_event_bytes)
     if not isinstance(event, dict):
         raise StreamProtocolError(f"event is not an object: {excerpt(data)}")
     return cast("dict[str, Any]", event)
