@@ -75,24 +75,22 @@ def openai_error_from_response(
     ):
         # OpenAI says "overloaded" with a 503 (Anthropic with a 529): the same error,
         # so the loop's fallback after 3 overloaded answers works over OpenAI too.
-        return OverloadedError(
-            exc.message,
-            status_code=exc.status_code,
-            error_type=exc.error_type,
-            request_id=exc.request_id,
-            body=exc.body,
-            headers=exc.headers,
-        )
+        return _retyped(exc, OverloadedError)
     if code == "context_length_exceeded" and not isinstance(exc, PromptTooLongError):
-        return PromptTooLongError(
-            exc.message,
-            status_code=exc.status_code,
-            error_type=exc.error_type,
-            request_id=exc.request_id,
-            body=exc.body,
-            headers=exc.headers,
-        )
+        return _retyped(exc, PromptTooLongError)
     return exc
+
+
+def _retyped(exc: APIStatusError, kind: type[APIStatusError]) -> APIStatusError:
+    """*exc* as a *kind*, every field kept."""
+    return kind(
+        exc.message,
+        status_code=exc.status_code,
+        error_type=exc.error_type,
+        request_id=exc.request_id,
+        body=exc.body,
+        headers=exc.headers,
+    )
 
 
 def openai_stream_error(error: Any, event: Mapping[str, Any]) -> APIStatusError:
