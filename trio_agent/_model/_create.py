@@ -16,7 +16,6 @@ import httpx
 import trio
 
 from .._exceptions import (
-    APIConnectionError,
     APIError,
     APIStatusError,
     APITimeoutError,
@@ -24,7 +23,7 @@ from .._exceptions import (
     excerpt,
 )
 from .._messages import AssistantMessage
-from ._http_stream import MAX_ERROR_BODY, ProviderEdge, retryable
+from ._http_stream import MAX_ERROR_BODY, ProviderEdge, request_errors, retryable
 from ._pool import HTTPPool
 from ._protocol import RetryObserver
 from ._retry import RetryPolicy
@@ -85,18 +84,11 @@ async def _create_once(
     parse: ParseAnswer,
 ) -> StreamResult:
     response: httpx.Response | None = None
-    with trio.move_on_after(CREATE_TIMEOUT):
-        try:
-            response = await http.post(edge.url, json=body, headers=dict(edge.headers))
-        except httpx.TimeoutException as exc:
-            raise APITimeoutError(f"request timed out: {type(exc).__name__}") from exc
-        except httpx.TransportError as exc:
-            raise APIConnectionError(f"connection failed: {type(exc).__name__}: {exc}") from exc
+    with trio.move_on_after(CREATE_TIMEOUT), request_errors():
+        response = await http.post(edge.url, json=body, headers=dict(edge.headers))
     if response is None:
         raise APITimeoutError(f"no answer within {CREATE_TIMEOUT}s")
-    request_id = next(
-        (response.headers[n] for n in edge.request_id_headers if n in response.headers), None
-    )
+    request_id = edge.request_id(response.headers)
     if not response.is_success:
         raise edge.error_from_response(
             response.status_code,

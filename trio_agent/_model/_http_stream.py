@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from typing import Any, Protocol, final
 
 import attrs
@@ -46,7 +46,13 @@ from ._sse import ResponseReader, SSEParser
 from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics
 from ._watchdog import StallMeter, fail_after_parked
 
-__all__ = ["EventDecoder", "ProviderEdge", "StreamSettings", "open_http_stream"]
+__all__ = [
+    "EventDecoder",
+    "ProviderEdge",
+    "StreamSettings",
+    "open_http_stream",
+    "request_errors",
+]
 
 logger = logging.getLogger("trio_agent.client")
 
@@ -123,6 +129,21 @@ class ProviderEdge:
     decoder: Callable[[MessageAccumulator], EventDecoder]
     request_id_headers: tuple[str, ...] = ("request-id",)
     end: str = "message_stop"
+
+    def request_id(self, headers: httpx.Headers) -> str | None:
+        """The request id an answer's *headers* carry (the first non-empty one)."""
+        return next((value for n in self.request_id_headers if (value := headers.get(n))), None)
+
+
+@contextlib.contextmanager
+def request_errors() -> Generator[None]:
+    """httpx's errors while a request is sent, as the client's typed errors."""
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise APITimeoutError(f"request timed out: {type(exc).__name__}") from exc
+    except httpx.TransportError as exc:
+        raise APIConnectionError(f"connection failed: {type(exc).__name__}: {exc}") from exc
 
 
 def retryable(exc: Exception, policy: RetryPolicy, edge: ProviderEdge) -> bool:
@@ -333,26 +354,21 @@ class _Attempt:
         idle_timeout = self.idle_timeout
         source: EventSource | None = None
         headers = {**edge.headers, "accept-encoding": "identity"}
-        with trio.move_on_after(idle_timeout):
-            try:
-                source = await stack.enter_async_context(
-                    aconnect_sse(
-                        self.http,
-                        "POST",
-                        edge.url,
-                        json=self.body,
-                        headers=headers,
-                        # httpcore bounds each network read by this (a cancel scope
-                        # it opens per read anyway): the idle watchdog at no extra cost.
-                        timeout=httpx.Timeout(
-                            None, **(self.http.timeout.as_dict() | {"read": idle_timeout})
-                        ),
-                    )
+        with trio.move_on_after(idle_timeout), request_errors():
+            source = await stack.enter_async_context(
+                aconnect_sse(
+                    self.http,
+                    "POST",
+                    edge.url,
+                    json=self.body,
+                    headers=headers,
+                    # httpcore bounds each network read by this (a cancel scope it
+                    # opens per read anyway): the idle watchdog at no extra cost.
+                    timeout=httpx.Timeout(
+                        None, **(self.http.timeout.as_dict() | {"read": idle_timeout})
+                    ),
                 )
-            except httpx.TimeoutException as exc:
-                raise APITimeoutError(f"request timed out: {type(exc).__name__}") from exc
-            except httpx.TransportError as exc:
-                raise APIConnectionError(f"connection failed: {type(exc).__name__}: {exc}") from exc
+            )
         if source is None:
             raise APITimeoutError(f"no response within idle_timeout={idle_timeout}s")
         response = source.response
@@ -361,10 +377,7 @@ class _Attempt:
         self.watched = response.extensions.get("network_stream") is not None
         self.reader = ResponseReader(response)
         stack.push_async_callback(_close, self.reader)
-        for name in edge.request_id_headers:
-            if request_id := response.headers.get(name):
-                self.request_id = request_id
-                break
+        self.request_id = edge.request_id(response.headers)
         if not response.is_success:
             content = await self._read_some(MAX_ERROR_BODY)
             raise edge.error_from_response(
