@@ -14,18 +14,9 @@ import sys
 from typing import Any
 
 from .._exceptions import TrioAgentError
+from ._session_options import positive_int
 
 __all__ = ["add_worker_commands"]
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value}")
-    return value
 
 
 def add_worker_commands(subparsers: Any) -> None:
@@ -38,7 +29,7 @@ def add_worker_commands(subparsers: Any) -> None:
         help="sqlite:///file (default sqlite:///trio_agent.sqlite) or postgresql://...",
     )
     worker.add_argument(
-        "--concurrency", type=_positive, default=100, help="turns in flight (default 100)"
+        "--concurrency", type=positive_int, default=100, help="turns in flight (default 100)"
     )
     worker.add_argument(
         "--executor-id",
