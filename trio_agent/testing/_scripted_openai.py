@@ -39,7 +39,7 @@ from .._messages import (
     _plain,  # pyright: ignore[reportPrivateUsage]
 )
 from ._answers import ScriptedAnswer
-from ._sse_render import BOM, StreamPlan, plan_segments
+from ._sse_render import BOM, StreamPlan, plan_segments, stall_segments
 
 __all__ = [
     "DONE_LINE",
@@ -314,15 +314,7 @@ def _segments(answer: ScriptedAnswer, api: OpenAIWire) -> list[tuple[float, byte
     for i, entry in enumerate([*timed, None]):
         delay = delays.get(entry[0], 0.0) if entry is not None else 0.0
         if i == stall_at:
-            stall = faults.stall_seconds
-            if faults.pings_only_for is not None:
-                step = faults.pings_only_for
-                count = 0
-                while (count + 1) * step <= stall + 1e-9:
-                    segments.append((step, ping))
-                    count += 1
-                stall = max(0.0, stall - count * step)
-            delay += stall
+            delay += stall_segments(faults, ping, segments)
         if entry is not None:
             segments.append((delay, _encode(entry[1], le)))
             if (

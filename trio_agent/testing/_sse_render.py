@@ -38,6 +38,7 @@ __all__ = [
     "plan_stream",
     "render_events",
     "render_sse",
+    "stall_segments",
 ]
 
 BOM = b"\xef\xbb\xbf"
@@ -239,6 +240,21 @@ def _faulted_events(answer: ScriptedAnswer) -> list[dict[str, Any]]:
     return events
 
 
+def stall_segments(faults: Faults, ping: bytes, segments: list[tuple[float, bytes]]) -> float:
+    """Append the stall's pings (if it sends any) to *segments*; the rest of the stall,
+    in seconds, to add to the next segment's delay."""
+    stall = faults.stall_seconds
+    if faults.pings_only_for is None:
+        return stall
+    step = faults.pings_only_for
+    count = 0
+    # A small tolerance so that 3.0 / 0.1 gives 30 pings, not 29.
+    while (count + 1) * step <= stall + 1e-9:
+        segments.append((step, ping))
+        count += 1
+    return max(0.0, stall - count * step)
+
+
 def _segments(answer: ScriptedAnswer) -> list[tuple[float, bytes]]:
     """One ``(delay, bytes)`` segment per event sent, stall pings included."""
     timing, faults = answer.timing, answer.faults
@@ -254,17 +270,9 @@ def _segments(answer: ScriptedAnswer) -> list[tuple[float, bytes]]:
             attr = _EVENT_DELAYS.get(event["type"])
             delay = getattr(timing, attr) if attr else 0.0
         if i == stall_at:
-            stall = faults.stall_seconds
-            if faults.pings_only_for is not None:
-                ping = encode_event({"type": "ping"}, faults.line_ending)
-                step = faults.pings_only_for
-                count = 0
-                # A small tolerance so that 3.0 / 0.1 gives 30 pings, not 29.
-                while (count + 1) * step <= stall + 1e-9:
-                    segments.append((step, ping))
-                    count += 1
-                stall = max(0.0, stall - count * step)
-            delay += stall
+            delay += stall_segments(
+                faults, encode_event({"type": "ping"}, faults.line_ending), segments
+            )
         if event is not None:
             segments.append((delay, encode_event(event, faults.line_ending)))
         elif delay > 0:
