@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -156,3 +157,25 @@ def test_any_fault_leaves_a_valid_history_and_every_tool_use_answered(
     calls = [e.model_call for e in events if isinstance(e, AttemptDiscarded)]
     assert len(calls) == len(set(calls))
     assert scripted.open_streams == 0
+
+
+@pytest.mark.parametrize("abort_at", range(40))
+def test_an_abort_while_the_last_resort_answer_is_announced(abort_at: int) -> None:
+    # Found by the property above: the non-streaming last resort kept (and answered)
+    # a tool call before announcing it, so an abort between its blocks left a result
+    # for a call no BlockFinished had announced. Now both paths announce first.
+    timing = Timing(token_delay=0.1, block_delay=0.1, json_chunk_size=8, text_chunk_size=4)
+
+    def act(tool_use_id: str) -> ToolUseBlock:
+        return ToolUseBlock(tool_use_id, "Act", {"seconds": 0.0})
+
+    script = [
+        ScriptedAnswer(blocks=[TextBlock("a"), act("t0_0")], timing=timing),
+        ScriptedAnswer(blocks=[TextBlock("aaaaa"), act("t1_0"), act("t1_1")], timing=timing),
+        # cut short: with no retry left, the loop asks for the answer whole (create())
+        ScriptedAnswer(blocks=[TextBlock("aaaaa")], timing=timing, faults=Faults(truncate=True)),
+        ScriptedAnswer(blocks=[TextBlock("a"), act("t3_0")], timing=timing),
+    ]
+    test_any_fault_leaves_a_valid_history_and_every_tool_use_answered.hypothesis.inner_test(  # type: ignore[attr-defined]
+        script=script, retries=0, fallback=None, max_stalls=None, abort_at=abort_at
+    )

@@ -307,10 +307,7 @@ class ModelCaller:
         result = await self.client.create(**self._request(state, attempt))
         attempt.start = result.message
         for index, block in enumerate(result.message.content):
-            attempt.blocks.append(block)
-            if isinstance(block, ToolUseBlock):
-                self._add_tool(executor, attempt, block, nursery)
-            await self.send.send(BlockFinished(index, block))
+            await self._finished_block(executor, attempt, index, block, nursery)
         attempt.result = result
         if result.message.stop_reason == "refusal":
             executor.skip_unstarted(REFUSAL_SKIPPED)
@@ -351,13 +348,7 @@ class ModelCaller:
                         await self.send.send(partial)
                 elif isinstance(item, AssistantMessage):
                     for block in item.content:
-                        # The consumer hears of a block before its tool starts, so a
-                        # BaseException from that tool cannot hide a tool_use whose
-                        # side effects happened (the Session records it).
-                        await self.send.send(BlockFinished(index, block))
-                        attempt.blocks.append(block)
-                        if isinstance(block, ToolUseBlock):
-                            self._add_tool(executor, attempt, block, nursery)
+                        await self._finished_block(executor, attempt, index, block, nursery)
                 else:
                     attempt.result = item
                     if item.message.stop_reason == "refusal":
@@ -383,6 +374,24 @@ class ModelCaller:
             return
         await self.send.send(rec.merge_paused(state.paused, attempt.result.message))
         attempt.answer_sent = True
+
+    async def _finished_block(
+        self,
+        executor: ToolExecutor,
+        attempt: Attempt,
+        index: int,
+        block: ContentBlock,
+        nursery: trio.Nursery,
+    ) -> None:
+        """Announce a finished block, then keep it (and start its tool). The consumer
+        hears of a block before its tool starts, so a BaseException from that tool
+        cannot hide a tool_use whose side effects happened (the Session records it);
+        and an abort during the announcement leaves the block out, with no result for
+        a call never announced."""
+        await self.send.send(BlockFinished(index, block))
+        attempt.blocks.append(block)
+        if isinstance(block, ToolUseBlock):
+            self._add_tool(executor, attempt, block, nursery)
 
     def _add_tool(
         self, executor: ToolExecutor, attempt: Attempt, block: ToolUseBlock, nursery: trio.Nursery
