@@ -118,6 +118,7 @@ from ._model import StreamItem as StreamItem
 from ._model import StreamLimits as StreamLimits
 from ._model import StreamResult as StreamResult
 from ._model import StreamStatistics as StreamStatistics
+from ._options import TurnOptions as TurnOptions
 from ._permissions import Allow as Allow
 from ._permissions import CanUseTool as CanUseTool
 from ._permissions import Defer as Defer
@@ -229,6 +230,7 @@ __all__ = [
     "TurnControl",
     "TurnEnd",
     "TurnEndReason",
+    "TurnOptions",
     "Usage",
     "UserMessage",
     "WorkspaceError",

@@ -17,7 +17,7 @@ from ._openai import OpenAIClient as OpenAIClient
 from ._protocol import ModelClient as ModelClient
 from ._protocol import RecoverableModelClient as RecoverableModelClient
 from ._protocol import RetryObserver as RetryObserver
-from ._retry import RetryPolicy as RetryPolicy
+from .._retry import RetryPolicy as RetryPolicy
 from ._sse import SSEParser as SSEParser
 from ._stream import StreamEvent as StreamEvent
 from ._stream import StreamItem as StreamItem

@@ -37,7 +37,7 @@ from ._errors_http import RETRYABLE_ERROR_TYPES, error_from_response
 from ._http_stream import ProviderEdge, open_http_stream
 from ._pool import HTTPPool, PooledClient
 from ._protocol import RetryObserver
-from ._retry import RetryPolicy
+from .._retry import RetryPolicy
 from ._stream import StreamItem, StreamResult
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicClient"]

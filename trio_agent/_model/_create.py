@@ -26,7 +26,7 @@ from .._messages import AssistantMessage
 from ._http_stream import MAX_ERROR_BODY, ProviderEdge, request_errors, retryable
 from ._pool import HTTPPool
 from ._protocol import RetryObserver
-from ._retry import RetryPolicy
+from .._retry import RetryPolicy
 from ._stream import StreamResult, StreamStatistics
 
 __all__ = ["CREATE_TIMEOUT", "create_with_retries"]

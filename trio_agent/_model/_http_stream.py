@@ -41,7 +41,7 @@ from .._messages import AssistantMessage
 from ._accumulate import MessageAccumulator, StreamLimits
 from ._pool import HTTPPool
 from ._protocol import RetryObserver
-from ._retry import RetryPolicy
+from .._retry import RetryPolicy
 from ._sse import ResponseReader, SSEParser
 from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics
 from ._watchdog import StallMeter, fail_after_parked

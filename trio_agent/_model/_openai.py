@@ -52,7 +52,7 @@ from ._openai_events import (
 )
 from ._pool import HTTPPool, PooledClient
 from ._protocol import RetryObserver
-from ._retry import RetryPolicy
+from .._retry import RetryPolicy
 from ._stream import StreamItem, StreamResult
 
 __all__ = ["OPENAI_BASE_URL", "OpenAIClient"]

@@ -16,7 +16,7 @@ import trio
 
 from .._messages import AssistantMessage, UserMessage
 from .._tools import Tool
-from ._retry import RetryPolicy
+from .._retry import RetryPolicy
 from ._stream import StreamItem, StreamResult
 
 __all__ = ["ModelClient", "RecoverableModelClient", "RetryObserver"]
