@@ -1,7 +1,8 @@
 """The script's values: what one scripted answer is, how fast it streams, what breaks.
 
-All values are frozen; the rendering lives in :mod:`._sse_render`, the serving in
-:mod:`._scripted` and :mod:`._server`.
+All values are frozen. An answer's events come from :mod:`._message_events` (below
+this module); their bytes from :mod:`._sse_render`, the serving from :mod:`._scripted`
+and :mod:`._server` (above it).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .._messages import (
     Usage,
     _frozen_mapping,  # pyright: ignore[reportPrivateUsage]
 )
+from ._message_events import delta_count, message_events
 
 __all__ = ["Answer", "DroppedConnection", "Faults", "HTTPErrorAnswer", "ScriptedAnswer", "Timing"]
 
@@ -196,9 +198,7 @@ class ScriptedAnswer:
     def resolved_usage(self) -> Usage:
         if self.usage is not None:
             return self.usage
-        from ._sse_render import content_delta_count
-
-        return Usage(input_tokens=10, output_tokens=max(1, content_delta_count(self)))
+        return Usage(input_tokens=10, output_tokens=max(1, delta_count(self.blocks, self.timing)))
 
     @property
     def message(self) -> AssistantMessage:
@@ -218,9 +218,7 @@ class ScriptedAnswer:
 
         Faults are not applied here; :func:`render_sse` applies them.
         """
-        from ._sse_render import answer_events
-
-        return answer_events(self)
+        return message_events(self.message, self.timing)
 
     @property
     def tool_uses(self) -> tuple[ToolUseBlock | ServerToolUseBlock, ...]:

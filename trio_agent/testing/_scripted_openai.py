@@ -27,7 +27,6 @@ holding ``error``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
@@ -39,6 +38,7 @@ from .._messages import (
     _plain,  # pyright: ignore[reportPrivateUsage]
 )
 from ._answers import ScriptedAnswer
+from ._message_events import chunks, dumps
 from ._sse_render import BOM, StreamPlan, plan_segments, stall_segments
 
 __all__ = [
@@ -62,18 +62,10 @@ _ERROR_CODES = {
 }
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _chunks(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
 def _arguments(block: ToolUseBlock) -> str:
     if block.invalid_input is not None:
         return block.invalid_input
-    return _dumps(_plain(block.input)) if block.input else "{}"
+    return dumps(_plain(block.input)) if block.input else "{}"
 
 
 def _responses_usage(usage: Usage) -> dict[str, Any]:
@@ -145,7 +137,7 @@ def _responses(answer: ScriptedAnswer) -> list[Timed]:
             event("block", "response.output_item.added", output_index=position, item=item)
             where = {"item_id": item_id, "output_index": position, "content_index": 0}
             event("", "response.content_part.added", **where, part=empty)
-            for piece in _chunks(block.text, timing.text_chunk_size):
+            for piece in chunks(block.text, timing.text_chunk_size):
                 extra: dict[str, Any] = {} if refusal else {"logprobs": []}
                 event("token", f"{dtype}.delta", **where, delta=piece, **extra)
             event("", f"{dtype}.done", **where, **{field: block.text})
@@ -165,7 +157,7 @@ def _responses(answer: ScriptedAnswer) -> list[Timed]:
                 "name": block.name,
             }
             event("block", "response.output_item.added", output_index=position, item=item)
-            for piece in _chunks(arguments, timing.json_chunk_size):
+            for piece in chunks(arguments, timing.json_chunk_size):
                 event(
                     "token",
                     "response.function_call_arguments.delta",
@@ -226,7 +218,7 @@ def _chat(answer: ScriptedAnswer) -> list[Timed]:
     for block in answer.blocks:
         if isinstance(block, TextBlock):
             field = "refusal" if refusal else "content"
-            for i, piece in enumerate(_chunks(block.text, timing.text_chunk_size)):
+            for i, piece in enumerate(chunks(block.text, timing.text_chunk_size)):
                 chunk("block" if i == 0 else "token", {field: piece})
         elif isinstance(block, ToolUseBlock):
             start = {"index": call, "id": block.id, "type": "function"}
@@ -234,7 +226,7 @@ def _chat(answer: ScriptedAnswer) -> list[Timed]:
                 "block",
                 {"tool_calls": [{**start, "function": {"name": block.name, "arguments": ""}}]},
             )
-            for piece in _chunks(_arguments(block), timing.json_chunk_size):
+            for piece in chunks(_arguments(block), timing.json_chunk_size):
                 chunk("token", {"tool_calls": [{"index": call, "function": {"arguments": piece}}]})
             call += 1
         else:
@@ -287,7 +279,7 @@ def _encode(event: Mapping[str, Any] | str, le: str) -> bytes:
         return f"data: {event}{le}{le}".encode()
     name = event.get("type")
     head = f"event: {name}{le}" if isinstance(name, str) else ""
-    return f"{head}data: {_dumps(_plain(event))}{le}{le}".encode()
+    return f"{head}data: {dumps(_plain(event))}{le}{le}".encode()
 
 
 def _segments(answer: ScriptedAnswer, api: OpenAIWire) -> list[tuple[float, bytes]]:

@@ -1,15 +1,15 @@
 """Rendering a scripted answer as Messages API server-sent events (pure, sync).
 
 Three steps, each a plain function: the answer's raw event dicts
-(:func:`answer_events`), their SSE bytes (:func:`encode_event`), and the plan of
-``(delay, bytes)`` chunks a server sends once timing and faults are applied
-(:func:`plan_stream`). The transports only sleep and write what the plan says.
+(:meth:`ScriptedAnswer.events`, from :mod:`._message_events`), their SSE bytes
+(:func:`encode_event`), and the plan of ``(delay, bytes)`` chunks a server sends once
+timing and faults are applied (:func:`plan_stream`). The transports only sleep and
+write what the plan says.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import weakref
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
@@ -17,21 +17,12 @@ from typing import Any
 
 import attrs
 
-from .._messages import (
-    ContentBlock,
-    RedactedThinkingBlock,
-    ServerToolUseBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolUseBlock,
-    _plain,  # pyright: ignore[reportPrivateUsage]
-)
-from ._answers import Faults, ScriptedAnswer, Timing
+from .._messages import _plain  # pyright: ignore[reportPrivateUsage]
+from ._answers import Faults, ScriptedAnswer
+from ._message_events import dumps
 
 __all__ = [
     "StreamPlan",
-    "answer_events",
-    "content_delta_count",
     "encode_event",
     "error_event",
     "plan_segments",
@@ -42,125 +33,6 @@ __all__ = [
 ]
 
 BOM = b"\xef\xbb\xbf"
-
-
-def _dumps(value: Any) -> str:
-    # Compact like the API, and non-ASCII kept raw so byte splits land inside UTF-8.
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _chunks(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def _tool_json(block: ToolUseBlock | ServerToolUseBlock) -> str:
-    if isinstance(block, ToolUseBlock) and block.invalid_input is not None:
-        return block.invalid_input
-    if not block.input:
-        return ""
-    return _dumps(_plain(block.input))
-
-
-def _block_deltas(block: ContentBlock, timing: Timing) -> list[dict[str, Any]]:
-    """The ``delta`` objects of one block's ``content_block_delta`` events."""
-    if isinstance(block, TextBlock):
-        deltas: list[dict[str, Any]] = [
-            {"type": "text_delta", "text": piece}
-            for piece in _chunks(block.text, timing.text_chunk_size)
-        ]
-        deltas.extend(
-            {"type": "citations_delta", "citation": _plain(c)} for c in block.citations or ()
-        )
-        return deltas
-    if isinstance(block, ThinkingBlock):
-        deltas = [
-            {"type": "thinking_delta", "thinking": piece}
-            for piece in _chunks(block.thinking, timing.text_chunk_size)
-        ]
-        if block.signature:
-            deltas.append({"type": "signature_delta", "signature": block.signature})
-        return deltas
-    if isinstance(block, ToolUseBlock | ServerToolUseBlock):
-        # The API sends one empty partial_json for a tool without arguments.
-        pieces = _chunks(_tool_json(block), timing.json_chunk_size) or [""]
-        return [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
-    return []
-
-
-def _block_start(block: ContentBlock) -> dict[str, Any]:
-    """The ``content_block`` of a ``content_block_start``: the block with empty fields."""
-    if isinstance(block, TextBlock):
-        start: dict[str, Any] = {"type": "text", "text": "", **_plain(block.extra)}
-        if block.citations is not None:
-            start["citations"] = []
-        return start
-    if isinstance(block, ThinkingBlock):
-        return {"type": "thinking", "thinking": "", "signature": "", **_plain(block.extra)}
-    if isinstance(block, ToolUseBlock | ServerToolUseBlock):
-        # Everything but the input (caller, unknown keys) arrives in the start.
-        return {**block.to_api(), "input": {}}
-    if isinstance(block, RedactedThinkingBlock):
-        return block.to_api()
-    # Opaque and other blocks arrive whole in their start event.
-    return block.to_api()
-
-
-def content_delta_count(answer: ScriptedAnswer) -> int:
-    """How many ``content_block_delta`` events the answer streams."""
-    return sum(len(_block_deltas(b, answer.timing)) for b in answer.blocks)
-
-
-def answer_events(answer: ScriptedAnswer) -> list[dict[str, Any]]:
-    """The raw event dicts of *answer*, ``message_start`` ... ``message_stop``.
-
-    Pings are interleaved as ``answer.timing.ping_every`` says; faults are not applied.
-    """
-    usage = answer.resolved_usage.to_api()
-    start_usage = {**usage, "output_tokens": min(1, answer.resolved_usage.output_tokens)}
-    message: dict[str, Any] = {
-        "id": answer.resolved_id,
-        "type": "message",
-        "role": "assistant",
-        "model": answer.model,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": start_usage,
-    }
-    message.update(_plain(answer.extra))
-    events: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
-    for index, block in enumerate(answer.blocks):
-        events.append(
-            {"type": "content_block_start", "index": index, "content_block": _block_start(block)}
-        )
-        events.extend(
-            {"type": "content_block_delta", "index": index, "delta": delta}
-            for delta in _block_deltas(block, answer.timing)
-        )
-        events.append({"type": "content_block_stop", "index": index})
-    events.append(
-        {
-            "type": "message_delta",
-            "delta": {
-                "stop_reason": answer.resolved_stop_reason,
-                "stop_sequence": answer.stop_sequence,
-            },
-            "usage": {"output_tokens": answer.resolved_usage.output_tokens},
-        }
-    )
-    events.append({"type": "message_stop"})
-    return _with_pings(events, answer.timing.ping_every)
-
-
-def _with_pings(events: list[dict[str, Any]], every: int | None) -> list[dict[str, Any]]:
-    if every is None:
-        return events
-    out: list[dict[str, Any]] = []
-    for i, event in enumerate(events, start=1):
-        out.append(event)
-        if i % every == 0 and i < len(events):
-            out.append({"type": "ping"})
-    return out
 
 
 def error_event(error_type: str = "overloaded_error", message: str | None = None) -> dict[str, Any]:
@@ -180,7 +52,7 @@ def encode_event(event: Mapping[str, Any], line_ending: str = "\n") -> bytes:
     if not isinstance(name, str):
         raise ValueError(f"an event needs a string 'type': {event!r}")
     le = line_ending
-    return f"event: {name}{le}data: {_dumps(_plain(event))}{le}{le}".encode()
+    return f"event: {name}{le}data: {dumps(_plain(event))}{le}{le}".encode()
 
 
 def render_events(

@@ -40,7 +40,7 @@ from .._messages import (
     _plain,  # pyright: ignore[reportPrivateUsage]
 )
 from ._answers import Faults, LineEnding, ScriptedAnswer, Timing
-from ._sse_render import _block_start, _tool_json  # pyright: ignore[reportPrivateUsage]
+from ._message_events import block_start, tool_json
 
 __all__ = [
     "assistant_messages",
@@ -291,7 +291,7 @@ def _deltas(draw: st.DrawFn, block: ContentBlock) -> list[dict[str, Any]]:
             deltas.append({"type": "signature_delta", "signature": block.signature})
         return deltas
     if isinstance(block, ToolUseBlock | ServerToolUseBlock):
-        pieces = _pieces(draw, _tool_json(block))
+        pieces = _pieces(draw, tool_json(block))
         if not pieces or draw(st.booleans()):
             pieces.insert(0, "")  # the API often opens with an empty partial_json
         return [{"type": "input_json_delta", "partial_json": p} for p in pieces]
@@ -314,7 +314,7 @@ def _event_streams(
     events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(message.content):
         events.append(
-            {"type": "content_block_start", "index": index, "content_block": _block_start(block)}
+            {"type": "content_block_start", "index": index, "content_block": block_start(block)}
         )
         events.extend(
             {"type": "content_block_delta", "index": index, "delta": d}
