@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md, as import-linter contracts (pyproject.toml)."""
+"""The layering of docs/DESIGN.md, as import-linter contracts (pyproject.toml)."""
 
 from __future__ import annotations
 
