@@ -29,6 +29,7 @@ from ._checks import CallFacts as CallFacts
 from ._checks import RunRecord as RunRecord
 from ._checks import check_record as check_record
 from ._checks import check_trace as check_trace
+from ._driver import TraceEvent as TraceEvent
 from ._history import check_history as check_history
 from ._leaks import LeakCheck as LeakCheck
 from ._leaks import LeakError as LeakError
@@ -64,7 +65,6 @@ from ._tool_runs import ToolRun as ToolRun
 from ._tool_runs import run_tool_calls as run_tool_calls
 from ._trace import InvariantViolation as InvariantViolation
 from ._trace import Trace as Trace
-from ._trace import TraceEvent as TraceEvent
 from ._trace import result_kind as result_kind
 from ._trace import run_scenario as run_scenario
 from ._virtual import run_virtual as run_virtual

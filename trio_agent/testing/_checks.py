@@ -19,7 +19,8 @@ from typing import Literal
 import attrs
 
 from .._executor import AbortReason, ExecutorStatistics, ToolFinished, ToolResult
-from ._trace import EventKind, EventLog, InvariantViolation, Trace, TraceEvent, result_kind
+from ._driver import EventKind, EventLog, TraceEvent
+from ._trace import InvariantViolation, Trace, result_kind
 
 __all__ = ["CallFacts", "RunRecord", "check_record", "check_trace", "record_of_trace"]
 

@@ -1,9 +1,10 @@
 """Run a batch of calls through the real executor with a user's real tools.
 
 :func:`run_tool_calls` wraps each tool's ``run`` to see when it really starts and
-stops (and what it returned or raised), runs :func:`~trio_agent.open_tool_executor`
-on the batch's script, in Trio's virtual time or on the real clock, and records
-every observable event with its time in a :class:`ToolRun`.
+stops (and what it returned or raised) and runs the batch's script through the
+harness's executor driver (:func:`._driver.drive_executor`, shared with
+:func:`~trio_agent.testing.run_scenario`), in Trio's virtual time or on the real
+clock; every observable event, with its time, lands in a :class:`ToolRun`.
 :func:`~trio_agent.testing.check_tool_run` then checks the executor's
 invariants on it, with each call's safety, cascade flag and interrupt behaviour
 taken from the user's tool declarations.
@@ -15,24 +16,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
-import trio
-import trio.testing
 
-from .._executor import ExecutorStatistics, ToolExecutor, ToolResult, open_tool_executor
+from .._executor import ExecutorStatistics, ToolResult
+from .._options import TurnOptions
 from .._permissions import Allow, CanUseTool, Deny, PermissionDecision, Reject
 from .._tools import Tool, ToolContext, plain_json
 from ._checks import CallFacts, RunRecord
-from ._scenario import ScenarioError
+from ._driver import EventLog, Recorder, TraceEvent, drive_executor
 from ._tool_calls import ToolCallBatch
-from ._trace import (
-    EventKind,
-    EventLog,
-    TaskWatch,
-    TraceEvent,
-    consume_progress,
-    consume_results,
-    drive_script,
-)
 
 __all__ = ["ToolRun", "run_tool_calls"]
 
@@ -107,23 +98,7 @@ class ToolRun(EventLog):
         )
 
 
-@attrs.define
-class _Recorder:
-    index: dict[str, int]
-    t0: float = 0.0
-    events: list[TraceEvent] = attrs.field(factory=lambda: list[TraceEvent]())
-    decisions: dict[int, PermissionDecision] = attrs.field(
-        factory=lambda: dict[int, PermissionDecision]()
-    )
-    executor: ToolExecutor | None = None
-    leaked: tuple[str, ...] = ()
-    turn_cancelled: bool = False
-
-    def add(self, kind: EventKind, index: int = -1, detail: Any = None) -> None:
-        self.events.append(TraceEvent(trio.current_time() - self.t0, kind, index, detail))
-
-
-def _watched(tool: Tool, rec: _Recorder) -> Tool:
+def _watched(tool: Tool, rec: Recorder) -> Tool:
     """*tool* with a ``run`` that records when it starts and how it ends."""
     inner = tool.run
 
@@ -143,7 +118,12 @@ def _watched(tool: Tool, rec: _Recorder) -> Tool:
     return attrs.evolve(tool, run=run)
 
 
-def _permission(batch: ToolCallBatch, rec: _Recorder, user: CanUseTool | None) -> CanUseTool:
+def _permission(
+    batch: ToolCallBatch,
+    rec: Recorder,
+    decisions: dict[int, PermissionDecision],
+    user: CanUseTool | None,
+) -> CanUseTool:
     async def can_use_tool(
         tool: Tool, input: Mapping[str, Any], ctx: ToolContext
     ) -> PermissionDecision:
@@ -158,46 +138,10 @@ def _permission(batch: ToolCallBatch, rec: _Recorder, user: CanUseTool | None) -
             decision = await user(tool, input, ctx)
         else:
             decision = Allow()
-        rec.decisions[i] = decision
+        decisions[i] = decision
         return decision
 
     return can_use_tool
-
-
-async def _run(
-    batch: ToolCallBatch,
-    tools: list[Tool],
-    rec: _Recorder,
-    watch: TaskWatch,
-    *,
-    can_use_tool: CanUseTool,
-    max_concurrency: int,
-    context: Any,
-) -> None:
-    async with trio.open_nursery() as outer:
-        with trio.CancelScope() as turn:
-            try:
-                async with open_tool_executor(
-                    tools,
-                    turn_scope=turn,
-                    can_use_tool=can_use_tool,
-                    max_concurrency=max_concurrency,
-                    context=context,
-                ) as ex:
-                    rec.executor = ex
-                    outer.start_soon(consume_progress, ex, rec)
-                    async with trio.open_nursery() as body:
-                        if batch.consume_results:
-                            body.start_soon(consume_results, ex, rec)
-                        await drive_script(
-                            batch.script(), lambda i: batch.calls[i].block, ex, turn, rec, rec.t0
-                        )
-            finally:
-                rec.leaked = tuple(sorted(t.name for t in watch.live))
-        rec.turn_cancelled = turn.cancel_called
-        assert rec.executor is not None
-        for result in rec.executor.drain():
-            rec.add("drained", rec.index[result.tool_use_id], result)
 
 
 def run_tool_calls(
@@ -240,38 +184,31 @@ def run_tool_calls(
         if timeout is not None
         else (_VIRTUAL_TIMEOUT if clock == "virtual" else _REAL_TIMEOUT)
     )
-    rec = _Recorder({c.block.id: i for i, c in enumerate(batch.calls)})
-    watch = TaskWatch()
-    watched = [_watched(t, rec) for t in tools]
-    permission = _permission(batch, rec, can_use_tool)
-
-    async def main() -> bool:
-        rec.t0 = trio.current_time()
-        with trio.move_on_after(limit) as guard:
-            await _run(
-                batch,
-                watched,
-                rec,
-                watch,
-                can_use_tool=permission,
-                max_concurrency=max_concurrency,
-                context=context,
-            )
-        return guard.cancelled_caught
-
-    run_clock = trio.testing.MockClock(autojump_threshold=0) if clock == "virtual" else None
-    hung: bool = trio.run(main, clock=run_clock, instruments=[watch])
-    if hung:
-        raise ScenarioError(f"the run did not end within {limit} s: a tool hangs")
-    assert rec.executor is not None
+    rec = Recorder({c.block.id: i for i, c in enumerate(batch.calls)})
+    decisions: dict[int, PermissionDecision] = {}
+    run = drive_executor(
+        rec,
+        [_watched(t, rec) for t in tools],
+        batch.script(),
+        lambda i: batch.calls[i].block,
+        options=TurnOptions(
+            can_use_tool=_permission(batch, rec, decisions, can_use_tool),
+            max_tool_concurrency=max_concurrency,
+        ),
+        context=context,
+        consume_results=batch.consume_results,
+        clock=clock,
+        limit=limit,
+        hang_message=f"the run did not end within {limit} s: a tool hangs",
+    )
     return ToolRun(
         batch=batch,
         tools={t.name: t for t in tools},
-        events=tuple(rec.events),
-        decisions=tuple(rec.decisions.get(i) for i in range(len(batch.calls))),
-        statistics=rec.executor.statistics(),
+        events=run.events,
+        decisions=tuple(decisions.get(i) for i in range(len(batch.calls))),
+        statistics=run.statistics,
         max_concurrency=max_concurrency,
-        turn_cancelled=rec.turn_cancelled,
-        leaked_tasks=rec.leaked,
-        tool_tasks=watch.spawned,
+        turn_cancelled=run.turn_cancelled,
+        leaked_tasks=run.leaked_tasks,
+        tool_tasks=run.tool_tasks,
     )
