@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Protocol, TypeAlias, final
+from typing import Any, Protocol, TypeAlias, cast, final
 
 import attrs
 
@@ -43,7 +43,9 @@ DEFAULT_MAX_RESULT_CHARS = 100_000
 #: How many times the stop hooks may block one turn by default.
 DEFAULT_MAX_STOP_HOOK_BLOCKS = 8
 #: The request fields trio_agent writes itself: ``extra_body`` may not set them.
-RESERVED_REQUEST_FIELDS = frozenset({"model", "messages", "max_tokens", "system", "tools", "stream"})
+RESERVED_REQUEST_FIELDS = frozenset(
+    {"model", "messages", "max_tokens", "system", "tools", "stream"}
+)
 
 
 @attrs.frozen
@@ -148,11 +150,11 @@ def _check_retry(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> Non
 def _hooks(value: Any) -> tuple[StopHook, ...]:
     if isinstance(value, str | bytes) or not isinstance(value, Sequence | tuple | list):
         raise TypeError(f"stop_hooks must be a sequence of hooks, not {value!r:.80}")
-    hooks = tuple(value)  # pyright: ignore[reportUnknownArgumentType]
+    hooks = tuple(cast("Sequence[object]", value))
     for hook in hooks:
         if not callable(hook):
             raise TypeError(f"stop_hooks must hold callables, not {hook!r:.80}")
-    return hooks  # pyright: ignore[reportUnknownVariableType]
+    return cast("tuple[StopHook, ...]", hooks)
 
 
 def _body(value: Any) -> Mapping[str, Any]:
@@ -181,12 +183,8 @@ def check_max_tokens(value: object) -> None:
         raise ValueError(f"max_tokens must be at least 1, not {value}")
 
 
-def _field(default: Any, validator: Any = None, **kwargs: Any) -> Any:
-    return attrs.field(default=default, validator=validator, kw_only=True, **kwargs)
-
-
 @final
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class TurnOptions:
     """Every option of a turn: limits, recovery, permissions, concurrency, timeouts,
     caps, compaction and budgets. Frozen; change one with ``attrs.evolve``.
@@ -196,53 +194,61 @@ class TurnOptions:
     """
 
     # -- permissions ------------------------------------------------------------------
-    can_use_tool: CanUseTool | None = _field(None, _check_callable)
+    can_use_tool: CanUseTool | None = attrs.field(default=None, validator=_check_callable)
     """``async (tool, input, ctx) -> Allow | Deny | Reject | Defer``, asked before each tool runs (e.g. ``PermissionRules``); None: every call runs."""
 
     # -- limits -----------------------------------------------------------------------
-    max_turns: int | None = _field(None, _int_at_least(1, optional=True))
+    max_turns: int | None = attrs.field(default=None, validator=_int_at_least(1, optional=True))
     """At most this many model calls per turn that follow new messages (None: no limit)."""
-    max_tool_concurrency: int = _field(10, _int_at_least(1, optional=False))
+    max_tool_concurrency: int = attrs.field(default=10, validator=_int_at_least(1, optional=False))
     """At most this many tools run at once."""
-    tool_timeout: float | None = _field(None, _check_seconds)
+    tool_timeout: float | None = attrs.field(default=None, validator=_check_seconds)
     """Seconds a tool without a ``timeout`` of its own may run; past it the call is answered "timed out after N s" (None: no limit)."""
-    max_result_chars: int = _field(DEFAULT_MAX_RESULT_CHARS, _int_at_least(1, optional=False))
+    max_result_chars: int = attrs.field(
+        default=DEFAULT_MAX_RESULT_CHARS, validator=_int_at_least(1, optional=False)
+    )
     """The most characters of text a tool result keeps (a tool's own ``max_result_chars`` wins); the rest is cut with a note."""
 
     # -- recovery ---------------------------------------------------------------------
-    fallback_model: str | None = _field(None, _check_str)
+    fallback_model: str | None = attrs.field(default=None, validator=_check_str)
     """The model to switch to after 3 overloaded errors in a row (None: none)."""
-    retry: RetryPolicy | None = _field(None, _check_retry)
+    retry: RetryPolicy | None = attrs.field(default=None, validator=_check_retry)
     """The loop's own retries of a call that failed after content; None: the client's ``retry``, else ``RetryPolicy()``."""
-    output_token_cap: int | None = _field(None, _int_at_least(1, optional=True))
+    output_token_cap: int | None = attrs.field(
+        default=None, validator=_int_at_least(1, optional=True)
+    )
     """The model's output-token cap, overriding the known models' table; ``max_tokens`` escalation never goes above it."""
-    stall_threshold: float = _field(30.0, _check_positive)
+    stall_threshold: float = attrs.field(default=30.0, validator=_check_positive)
     """A gap longer than this (seconds) between content events is a ``Stall`` event and a log line."""
-    max_stalls: int | None = _field(None, _int_at_least(1, optional=True))
+    max_stalls: int | None = attrs.field(default=None, validator=_int_at_least(1, optional=True))
     """Abort and retry a model call after this many stalls (None: never)."""
 
     # -- hooks --------------------------------------------------------------------------
-    stop_hooks: tuple[StopHook, ...] = _field((), converter=_hooks)
+    stop_hooks: tuple[StopHook, ...] = attrs.field(default=(), converter=_hooks)
     """Run when the model ends its answer; one that blocks makes the model go on."""
-    max_stop_hook_blocks: int = _field(DEFAULT_MAX_STOP_HOOK_BLOCKS, _int_at_least(0, optional=False))
+    max_stop_hook_blocks: int = attrs.field(
+        default=DEFAULT_MAX_STOP_HOOK_BLOCKS, validator=_int_at_least(0, optional=False)
+    )
     """The turn ends (``stop_hook_limit``) when the stop hooks would block it more often than this."""
 
     # -- compaction -------------------------------------------------------------------
-    compactor: Compactor | None = _field(None, _check_callable)
+    compactor: Compactor | None = attrs.field(default=None, validator=_check_callable)
     """``async (history) -> new history``: run when the prompt is too long (and at ``auto_compact``)."""
-    auto_compact: float | None = _field(None, _check_fraction)
+    auto_compact: float | None = attrs.field(default=None, validator=_check_fraction)
     """With a ``compactor``, compact before the next call once a request's input passed this fraction of the context window (e.g. 0.8)."""
-    context_window: int | None = _field(None, _int_at_least(1, optional=True))
+    context_window: int | None = attrs.field(
+        default=None, validator=_int_at_least(1, optional=True)
+    )
     """The model's context window in tokens (None: the known models' value, else no auto-compaction)."""
 
     # -- budgets ----------------------------------------------------------------------
-    token_budget: int | None = _field(None, _int_at_least(1, optional=True))
+    token_budget: int | None = attrs.field(default=None, validator=_int_at_least(1, optional=True))
     """An output-token budget per turn: an answer that ends under 90% of it is asked to go on."""
 
     # -- events and the request -------------------------------------------------------
-    tool_input_deltas: bool = _field(True, _check_bool)
+    tool_input_deltas: bool = attrs.field(default=True, validator=_check_bool)
     """Send ``ToolInputDelta`` events (each streaming tool input, partially parsed); False: none."""
-    extra_body: Mapping[str, Any] = _field(
-        MappingProxyType({}), converter=_body, hash=False
+    extra_body: Mapping[str, Any] = attrs.field(
+        default=MappingProxyType({}), converter=_body, hash=False
     )
     """Request fields trio_agent does not model (``temperature``, ``thinking``...), sent as they are."""

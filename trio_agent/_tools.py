@@ -367,3 +367,16 @@ def _threaded(fn: Callable[[Mapping[str, Any], ToolContext], Any]) -> RunFunctio
             live = False
 
     return run_in_thread
+
+
+def tools_by_name(tools: Iterable[Tool]) -> dict[str, Tool]:
+    """*tools* by name; TypeError for a value that is not a Tool, ToolDefinitionError
+    for two tools of the same name."""
+    by_name: dict[str, Tool] = {}
+    for t in tools:
+        if not isinstance(t, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"tools must be Tool values, not {type(t).__name__}")
+        if t.name in by_name:
+            raise ToolDefinitionError(f"two tools are named {t.name!r}")
+        by_name[t.name] = t
+    return by_name

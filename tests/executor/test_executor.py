@@ -26,6 +26,7 @@ from trio_agent import (
     ToolResult,
     ToolResultBlock,
     ToolUseBlock,
+    TurnOptions,
     open_tool_executor,
 )
 
@@ -202,7 +203,7 @@ async def test_safe_call_that_cannot_start_does_not_block_later_safe(
 ) -> None:
     log = Log()
     tools = [make_tool("Read", log, duration=2), make_tool("Write", log, safe=False)]
-    async with open_tool_executor(tools, max_concurrency=2) as executor:
+    async with open_tool_executor(tools, options=TurnOptions(max_tool_concurrency=2)) as executor:
         for i in range(5):
             executor.add_tool(call(i, "Read", f"r{i}"))
         executor.finish()
@@ -405,7 +406,7 @@ async def test_denied_cascading_tool_does_not_cancel_siblings(
 
     log = Log()
     tools = [make_tool("Read", log, duration=3), make_tool("Bash", log, cascade=True)]
-    async with open_tool_executor(tools, can_use_tool=deny) as executor:
+    async with open_tool_executor(tools, options=TurnOptions(can_use_tool=deny)) as executor:
         executor.add_tool(call(1, "Read"))
         executor.add_tool(call(2, "Bash"))
         executor.finish()
@@ -550,7 +551,7 @@ async def test_permission_allow_with_updated_input_and_deny(
 
     log = Log()
     async with open_tool_executor(
-        [make_tool("Bash", log, safe=False)], can_use_tool=can_use_tool
+        [make_tool("Bash", log, safe=False)], options=TurnOptions(can_use_tool=can_use_tool)
     ) as ex:
         ex.add_tool(call(1, "Bash", "ls"))
         ex.add_tool(call(2, "Bash", "rm"))
@@ -575,7 +576,9 @@ async def test_broken_permission_check_gives_an_error_result(returned: str) -> N
             raise OSError("tty gone")
         return True
 
-    async with open_tool_executor([make_tool("Bash", Log())], can_use_tool=can_use_tool) as ex:
+    async with open_tool_executor(
+        [make_tool("Bash", Log())], options=TurnOptions(can_use_tool=can_use_tool)
+    ) as ex:
         ex.add_tool(call(1, "Bash"))
     (result,) = ex.drain()
     assert result.is_error
@@ -593,7 +596,9 @@ async def test_reject_escalates_to_the_turn(autojump_clock: trio.testing.MockClo
     log = Log()
     tools = [make_tool("Read", log, duration=10), make_tool("Bash", log)]
     with trio.CancelScope() as turn:
-        async with open_tool_executor(tools, turn_scope=turn, can_use_tool=can_use_tool) as ex:
+        async with open_tool_executor(
+            tools, turn_scope=turn, options=TurnOptions(can_use_tool=can_use_tool)
+        ) as ex:
             ex.add_tool(call(1, "Read", "r"))
             ex.add_tool(call(2, "Bash", "rm -rf /"))
             ex.add_tool(call(3, "Read", "r3"))  # runs at once (safe)
@@ -620,7 +625,7 @@ async def test_reject_without_turn_scope_cancels_the_batch(
 
     log = Log()
     tools = [make_tool("Read", log, duration=10), make_tool("Bash", log, safe=False)]
-    async with open_tool_executor(tools, can_use_tool=can_use_tool) as ex:
+    async with open_tool_executor(tools, options=TurnOptions(can_use_tool=can_use_tool)) as ex:
         ex.add_tool(call(1, "Read", "r"))
         ex.add_tool(call(2, "Bash", "b"))
         await trio.sleep(10)
@@ -725,7 +730,7 @@ async def test_skip_unstarted_stops_a_call_waiting_for_permission(
 
     log = Log()
     async with open_tool_executor(
-        [make_tool("Bash", log, safe=False)], can_use_tool=can_use_tool
+        [make_tool("Bash", log, safe=False)], options=TurnOptions(can_use_tool=can_use_tool)
     ) as executor:
         executor.add_tool(call(1, "Bash", "rm"))
         await trio.sleep(1)
@@ -807,10 +812,10 @@ def test_open_tool_executor_checks_its_arguments() -> None:
 
     async def main() -> None:
         with pytest.raises(ValueError, match="at least 1"):
-            async with open_tool_executor([read], max_concurrency=0):
+            async with open_tool_executor([read], options=TurnOptions(max_tool_concurrency=0)):
                 pass  # pragma: no cover
         with pytest.raises(TypeError):
-            async with open_tool_executor([read], max_concurrency=2.5):  # type: ignore[arg-type]
+            async with open_tool_executor([read], options=TurnOptions(max_tool_concurrency=2.5)):  # type: ignore[arg-type]
                 pass  # pragma: no cover
         with pytest.raises(trio_agent.ToolDefinitionError, match="two tools"):
             async with open_tool_executor([read, read]):
@@ -838,7 +843,9 @@ async def test_add_tool_is_sync_and_receive_checkpoints() -> None:
 async def test_a_consumer_that_stops_reading_does_not_block(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    async with open_tool_executor([make_tool("Read", Log())], max_concurrency=100) as ex:
+    async with open_tool_executor(
+        [make_tool("Read", Log())], options=TurnOptions(max_tool_concurrency=100)
+    ) as ex:
         for i in range(50):
             ex.add_tool(call(i, "Read"))
         ex.finish()

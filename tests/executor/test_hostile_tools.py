@@ -28,6 +28,7 @@ from trio_agent import (
     ToolResult,
     ToolResultBlock,
     ToolUseBlock,
+    TurnOptions,
     open_tool_executor,
 )
 from trio_agent._executor._progress import MAX_UNREAD
@@ -104,7 +105,9 @@ async def test_permission_check_exception_whose_str_raises_is_a_denial(
     async def can_use_tool(tool: Tool, input: Mapping[str, Any], ctx: ToolContext) -> Any:
         raise Nasty(str_raises, repr_raises)
 
-    result = await run_one(Tool("T", "d", SCHEMA, run), can_use_tool=can_use_tool)
+    result = await run_one(
+        Tool("T", "d", SCHEMA, run), options=TurnOptions(can_use_tool=can_use_tool)
+    )
     assert ran == []
     assert result.is_error
     assert not result.started
@@ -186,7 +189,7 @@ def test_results_are_capped_with_a_note_of_the_cut(
     text = "".join(chr(0x61 + i % 26) for i in range(size))
     value: Any = [TextBlock(text[: size // 2]), TextBlock(text[size // 2 :])] if as_blocks else text
     tool = returning(value, max_result_chars=tool_cap)
-    result = run_virtual(lambda: run_one(tool, max_result_chars=cap))
+    result = run_virtual(lambda: run_one(tool, options=TurnOptions(max_result_chars=cap)))
     limit = tool_cap if tool_cap is not None else cap
     content = result.content
     if isinstance(content, str):
@@ -212,7 +215,7 @@ def test_a_bad_cap_is_refused() -> None:
 
     async def main() -> None:
         with pytest.raises(ValueError, match="max_result_chars"):
-            async with open_tool_executor([], max_result_chars=0):
+            async with open_tool_executor([], options=TurnOptions(max_result_chars=0)):
                 pass  # pragma: no cover
 
     run_virtual(main)

@@ -19,13 +19,12 @@ from trio_agent import (
     TextBlock,
     Tool,
     ToolContext,
-    ToolDefinitionError,
     ToolResult,
     ToolUseBlock,
     TurnEnd,
     TurnEndReason,
+    TurnOptions,
     open_tool_executor,
-    query,
 )
 from trio_agent.testing import ScriptedAnswer, ScriptedModel
 
@@ -75,7 +74,9 @@ def test_each_call_runs_until_done_or_its_timeout(
     blocks = [ToolUseBlock(f"c{i}", f"T{i}", {"seconds": s}) for i, (s, _) in enumerate(calls)]
 
     async def main() -> dict[str, ToolResult]:
-        return await run_calls(tools, blocks, tool_timeout=default, max_concurrency=10)
+        return await run_calls(
+            tools, blocks, options=TurnOptions(tool_timeout=default, max_tool_concurrency=10)
+        )
 
     results = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     for i, (seconds, timeout) in enumerate(calls):
@@ -103,7 +104,7 @@ async def test_the_permission_wait_does_not_count(autojump_clock: trio.testing.M
     results = await run_calls(
         [sleeper("T", log, timeout=2)],
         [ToolUseBlock("a", "T", {"seconds": 1})],
-        can_use_tool=slow_yes,
+        options=TurnOptions(can_use_tool=slow_yes),
     )
     assert asked == ["a"]
     assert results["a"].content == "slept 1"
@@ -143,18 +144,21 @@ async def test_a_timed_out_sync_tool_is_answered_at_its_deadline(
         release.set()
 
 
-@pytest.mark.parametrize("bad", [0, -0.5, float("nan"), "1", True])
-async def test_bad_defaults_are_refused(bad: Any) -> None:
-    with pytest.raises(ToolDefinitionError, match="tool_timeout"):
-        Session(ScriptedModel([]).client(), [], model="m", tool_timeout=bad)
-    with pytest.raises(ToolDefinitionError, match="tool_timeout"):
-        async with open_tool_executor([], tool_timeout=bad):
-            pass  # pragma: no cover - never entered
-    with pytest.raises(ToolDefinitionError, match="tool_timeout"):
-        async with query(
-            ScriptedModel([]).client(), [], tools=[], model="m", max_tokens=1, tool_timeout=bad
-        ):
-            pass  # pragma: no cover - never entered
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [
+        (0, ValueError),
+        (-0.5, ValueError),
+        (float("nan"), ValueError),
+        ("1", TypeError),
+        (True, TypeError),
+    ],
+)
+def test_bad_defaults_are_refused_when_the_options_are_built(
+    bad: Any, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match="tool_timeout"):
+        TurnOptions(tool_timeout=bad)
 
 
 async def test_session_default_reaches_the_tools_and_the_model_reads_the_error(
@@ -172,7 +176,9 @@ async def test_session_default_reaches_the_tools_and_the_model_reads_the_error(
             ScriptedAnswer(blocks=[TextBlock("The slow one timed out.")]),
         ]
     )
-    session = Session(model.client(), [sleeper("T", log)], model="m", tool_timeout=5)
+    session = Session(
+        model.client(), [sleeper("T", log)], model="m", options=TurnOptions(tool_timeout=5)
+    )
     async with session.submit("go") as events:
         ends = [e async for e in events if isinstance(e, TurnEnd)]
     assert [e.reason for e in ends] == [TurnEndReason.COMPLETED]

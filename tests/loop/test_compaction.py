@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -31,6 +32,7 @@ from trio_agent import (
     TransitionReason,
     TurnEnd,
     TurnEndReason,
+    TurnOptions,
     Usage,
     UserMessage,
     query,
@@ -76,7 +78,12 @@ def read_tool() -> Tool:
     return Tool("Read", "Read.", {"type": "object"}, read, concurrency_safe=True)
 
 
-async def turn(scripted: ScriptedModel, messages: Any = HISTORY, **kw: Any) -> list[Any]:
+async def turn(
+    scripted: ScriptedModel,
+    messages: Any = HISTORY,
+    options: TurnOptions = TurnOptions(),
+    **kw: Any,
+) -> list[Any]:
     client = scripted.client()
     async with query(
         client,
@@ -84,7 +91,10 @@ async def turn(scripted: ScriptedModel, messages: Any = HISTORY, **kw: Any) -> l
         tools=[read_tool()],
         model="claude-sonnet-4-5",
         max_tokens=100,
-        compactor=summarizing_compactor(client, model="claude-haiku-4-5", keep_last=2),
+        options=attrs.evolve(
+            options,
+            compactor=summarizing_compactor(client, model="claude-haiku-4-5", keep_last=2),
+        ),
         **kw,
     ) as stream:
         events = [e async for e in stream]
@@ -149,7 +159,7 @@ async def test_auto_compact_past_the_threshold(autojump_clock: Any) -> None:
         usage=Usage(input_tokens=150_000, output_tokens=10, cache_read_input_tokens=20_000),
     )
     scripted = ScriptedModel([heavy, SUMMARY, DONE])
-    events = await turn(scripted, auto_compact=0.8)
+    events = await turn(scripted, options=TurnOptions(auto_compact=0.8))
     end = events[-1]
     assert end.reason is TurnEndReason.COMPLETED
     # 170k of 200k > 80%: compacted before the next call, which says why
@@ -170,7 +180,7 @@ async def test_under_the_threshold_no_compaction(autojump_clock: Any) -> None:
         blocks=[ToolUseBlock("r4", "Read", {})], usage=Usage(input_tokens=1000, output_tokens=5)
     )
     scripted = ScriptedModel([light, DONE])
-    events = await turn(scripted, auto_compact=0.8)
+    events = await turn(scripted, options=TurnOptions(auto_compact=0.8))
     assert not [e for e in events if isinstance(e, Compacted)]
     assert len(scripted.requests) == 2
 
@@ -181,7 +191,7 @@ async def test_a_failing_auto_compaction_goes_on(autojump_clock: Any) -> None:
     )
     failing = HTTPErrorAnswer(status=500, headers={"x-should-retry": "false"})
     scripted = ScriptedModel([heavy, failing, DONE])
-    events = await turn(scripted, auto_compact=0.8)
+    events = await turn(scripted, options=TurnOptions(auto_compact=0.8))
     assert events[-1].reason is TurnEndReason.COMPLETED
     assert [e.reason for e in events if isinstance(e, Transition)] == [TransitionReason.NEXT_TURN]
 
@@ -202,7 +212,7 @@ async def test_auto_compaction_stops_after_three_failures_in_a_row(autojump_cloc
         answers += [heavy_call(n), failing]
     answers += [heavy_call(n) for n in range(3, 6)]
     scripted = ScriptedModel([*answers, DONE])
-    events = await turn(scripted, auto_compact=0.8)
+    events = await turn(scripted, options=TurnOptions(auto_compact=0.8))
     assert events[-1].reason is TurnEndReason.COMPLETED
     summary_calls = [r for r in scripted.requests if r.body["model"] == "claude-haiku-4-5"]
     assert len(summary_calls) == MAX_CONSECUTIVE_COMPACT_FAILURES == 3
@@ -244,8 +254,7 @@ def test_the_breaker_counts_failures_in_a_row(outcomes: list[bool], heavy: int) 
             tools=[read_tool()],
             model="claude-sonnet-4-5",
             max_tokens=100,
-            compactor=compactor,
-            auto_compact=0.8,
+            options=TurnOptions(compactor=compactor, auto_compact=0.8),
         ) as stream:
             return [e async for e in stream]
 
@@ -265,7 +274,7 @@ async def test_the_breaker_leaves_the_reactive_compaction_alone(autojump_clock: 
     for n in range(MAX_CONSECUTIVE_COMPACT_FAILURES):
         answers += [heavy_call(n), failing]
     scripted = ScriptedModel([*answers, TOO_LONG, failing])
-    events = await turn(scripted, auto_compact=0.8)
+    events = await turn(scripted, options=TurnOptions(auto_compact=0.8))
     end = events[-1]
     assert end.reason is TurnEndReason.ERROR
     assert isinstance(end.error, PromptTooLongError)
@@ -282,7 +291,9 @@ async def test_the_session_keeps_the_compacted_history(autojump_clock: Any) -> N
         [read_tool()],
         model="claude-sonnet-4-5",
         messages=list(HISTORY[:-1]),
-        compactor=summarizing_compactor(client, model="claude-haiku-4-5", keep_last=2),
+        options=TurnOptions(
+            compactor=summarizing_compactor(client, model="claude-haiku-4-5", keep_last=2)
+        ),
     )
     async with session.submit([ToolResultBlock("r3", "contents 3")]) as events:
         async for _ in events:

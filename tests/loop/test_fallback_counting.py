@@ -25,6 +25,7 @@ from trio_agent import (
     TransitionReason,
     TurnEnd,
     TurnEndReason,
+    TurnOptions,
     UserMessage,
     query,
 )
@@ -58,7 +59,7 @@ async def turn(
         tools=[],
         model="big",
         max_tokens=100,
-        fallback_model="small",
+        options=TurnOptions(fallback_model="small"),
         **kw,
     ) as stream:
         async for event in stream:
@@ -174,7 +175,7 @@ async def test_the_session_falls_back_after_three(autojump_clock: Any) -> None:
         [],
         model="big",
         max_tokens=100,
-        fallback_model="small",
+        options=TurnOptions(fallback_model="small"),
     )
     async with session.submit("go") as events:
         async for _ in events:

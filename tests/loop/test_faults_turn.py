@@ -35,6 +35,7 @@ from trio_agent import (
     TurnControl,
     TurnEnd,
     TurnEndReason,
+    TurnOptions,
     UserMessage,
     query,
 )
@@ -387,7 +388,9 @@ async def test_permission_callback_that_hangs_then_aborted(autojump_clock: Any) 
     with no_leaks(models=[model], processes=False):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(lambda: _abort_at(control, 30))
-            _, end = await turn(model, [act_tool(log)], can_use_tool=hangs, control=control)
+            _, end = await turn(
+                model, [act_tool(log)], options=TurnOptions(can_use_tool=hangs), control=control
+            )
     assert log.started == []
     assert end.reason is TurnEndReason.ABORTED_TOOLS
 
@@ -408,7 +411,7 @@ async def test_permission_callback_that_raises_denies(autojump_clock: Any) -> No
             ScriptedAnswer(blocks=[TextBlock("ok")]),
         ]
     )
-    events, end = await turn(model, [act_tool(log)], can_use_tool=broken)
+    events, end = await turn(model, [act_tool(log)], options=TurnOptions(can_use_tool=broken))
     assert log.started == []
     (result,) = [e for e in events if isinstance(e, ToolResult)]
     assert result.is_error

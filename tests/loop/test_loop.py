@@ -44,6 +44,7 @@ from trio_agent import (
     TurnControl,
     TurnEnd,
     TurnEndReason,
+    TurnOptions,
     Usage,
     UserMessage,
     query,
@@ -372,7 +373,7 @@ async def test_prompt_too_long_compacts_then_retries(
         await trio.sleep(2)
         return [UserMessage("Summary: the user wants a and b looked at.")]
 
-    result = await run([TOO_LONG, text("Looked.")], compactor=compactor)
+    result = await run([TOO_LONG, text("Looked.")], options=TurnOptions(compactor=compactor))
     assert seen == [PROMPT]
     assert result.transitions() == [TransitionReason.PROMPT_TOO_LONG_COMPACT]
     (compacted,) = result.of(Compacted)
@@ -388,7 +389,7 @@ async def test_prompt_too_long_twice_is_an_error(autojump_clock: trio.testing.Mo
     async def compactor(messages: tuple[Message, ...]) -> list[Message]:
         return list(messages)
 
-    result = await run([TOO_LONG, TOO_LONG], compactor=compactor)
+    result = await run([TOO_LONG, TOO_LONG], options=TurnOptions(compactor=compactor))
     assert result.transitions() == [TransitionReason.PROMPT_TOO_LONG_COMPACT]
     assert result.end.reason is TurnEndReason.ERROR
     assert isinstance(result.end.error, PromptTooLongError)
@@ -405,7 +406,7 @@ async def test_a_failing_compactor_ends_the_turn(autojump_clock: trio.testing.Mo
     async def compactor(messages: tuple[Message, ...]) -> list[Message]:
         raise RuntimeError("no summary today")
 
-    result = await run([TOO_LONG], compactor=compactor)
+    result = await run([TOO_LONG], options=TurnOptions(compactor=compactor))
     assert result.end.reason is TurnEndReason.ERROR
     # the original error, with the compactor's attached
     assert isinstance(result.end.error, PromptTooLongError)
@@ -418,7 +419,7 @@ async def test_a_compactor_returning_garbage_ends_the_turn(
     async def compactor(messages: tuple[Message, ...]) -> list[Any]:
         return [{"role": "user", "content": "summary"}]
 
-    result = await run([TOO_LONG], compactor=compactor)
+    result = await run([TOO_LONG], options=TurnOptions(compactor=compactor))
     assert result.end.reason is TurnEndReason.ERROR
     assert isinstance(result.end.error, PromptTooLongError)
     assert isinstance(result.end.error.__cause__, TypeError)
@@ -433,7 +434,8 @@ OVERLOADED = HTTPErrorAnswer(status=529)
 
 async def test_overloaded_three_times_falls_back(autojump_clock: trio.testing.MockClock) -> None:
     result = await run(
-        [OVERLOADED, OVERLOADED, OVERLOADED, text("from the small model")], fallback_model="small"
+        [OVERLOADED, OVERLOADED, OVERLOADED, text("from the small model")],
+        options=TurnOptions(fallback_model="small"),
     )
     assert result.transitions() == [
         TransitionReason.OVERLOADED_RETRY,
@@ -472,7 +474,9 @@ async def test_overloaded_mid_stream_drops_the_partial_answer(
     answers = [broken, OVERLOADED, OVERLOADED, reads("c"), text("done")]
     if last:
         answers = [OVERLOADED, OVERLOADED, broken, reads("c"), text("done")]
-    result = await run(answers, tools=make_tools(log, duration=0.5), fallback_model="small")
+    result = await run(
+        answers, tools=make_tools(log, duration=0.5), options=TurnOptions(fallback_model="small")
+    )
     assert result.transitions()[:3] == [
         TransitionReason.OVERLOADED_RETRY,
         TransitionReason.OVERLOADED_RETRY,
@@ -528,7 +532,7 @@ async def test_overloaded_mid_stream_that_ends_the_turn_keeps_the_partial_answer
 
 
 async def test_overloaded_on_the_fallback_too(autojump_clock: trio.testing.MockClock) -> None:
-    result = await run([OVERLOADED] * 6, fallback_model="small")
+    result = await run([OVERLOADED] * 6, options=TurnOptions(fallback_model="small"))
     assert result.end.reason is TurnEndReason.ERROR
     assert len(result.model.requests) == 6
 
@@ -547,7 +551,9 @@ async def test_truncated_stream_is_an_error_that_keeps_what_was_received(
 ) -> None:
     log = Log()
     result = await run(
-        [reads("a", faults=Faults(truncate=True))], tools=make_tools(log), fallback_model="small"
+        [reads("a", faults=Faults(truncate=True))],
+        tools=make_tools(log),
+        options=TurnOptions(fallback_model="small"),
     )
     assert result.end.reason is TurnEndReason.ERROR
     (tombstone,) = result.of(AttemptDiscarded)
@@ -597,7 +603,9 @@ async def test_pause_turn_continues_the_same_message(
 async def test_pause_turn_cut_by_max_turns_keeps_the_paused_answer(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    result = await run([text("Searching", stop_reason="pause_turn")], max_turns=1)
+    result = await run(
+        [text("Searching", stop_reason="pause_turn")], options=TurnOptions(max_turns=1)
+    )
     assert result.end.reason is TurnEndReason.MAX_TURNS
     assert result.end.messages[-1].text == "Searching"  # type: ignore[union-attr]
 
@@ -617,7 +625,9 @@ async def test_stop_hook_blocks_then_lets_go(autojump_clock: trio.testing.MockCl
     async def quiet(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         return StopHookResult(block=False)
 
-    result = await run([text("Done."), text("Tests pass. Done.")], stop_hooks=[hook, quiet])
+    result = await run(
+        [text("Done."), text("Tests pass. Done.")], options=TurnOptions(stop_hooks=[hook, quiet])
+    )
     assert result.transitions() == [TransitionReason.STOP_HOOK_BLOCKING]
     assert calls == [2, 4]
     assert result.request(1)["messages"][-1] == {
@@ -632,7 +642,7 @@ async def test_a_failing_stop_hook_ends_the_turn(autojump_clock: trio.testing.Mo
     async def hook(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         raise ValueError("hook broke")
 
-    result = await run([text("Done.")], stop_hooks=[hook])
+    result = await run([text("Done.")], options=TurnOptions(stop_hooks=[hook]))
     assert result.end.reason is TurnEndReason.ERROR
     assert isinstance(result.end.error, ValueError)
     assert result.end.messages[-1].text == "Done."  # type: ignore[union-attr]
@@ -644,7 +654,7 @@ async def test_a_stop_hook_returning_garbage_ends_the_turn(
     async def hook(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         return True  # type: ignore[return-value]
 
-    result = await run([text("Done.")], stop_hooks=[hook])
+    result = await run([text("Done.")], options=TurnOptions(stop_hooks=[hook]))
     assert result.end.reason is TurnEndReason.ERROR
     assert isinstance(result.end.error, TypeError)
     assert "StopHookResult" in str(result.end.error)
@@ -652,7 +662,7 @@ async def test_a_stop_hook_returning_garbage_ends_the_turn(
 
 
 async def test_max_turns(autojump_clock: trio.testing.MockClock) -> None:
-    result = await run([reads("a"), reads("b"), text("never")], max_turns=2)
+    result = await run([reads("a"), reads("b"), text("never")], options=TurnOptions(max_turns=2))
     assert result.end.reason is TurnEndReason.MAX_TURNS
     assert result.transitions() == [TransitionReason.NEXT_TURN]
     assert len(result.model.requests) == 2
@@ -670,7 +680,9 @@ async def test_deny_answers_with_an_error_and_goes_on(
     log = Log()
     rules = PermissionRules(allow=["Read"], deny=["Bash(rm *)"])
     answer = ScriptedAnswer(blocks=[ToolUseBlock("x", "Bash", {"command": "rm -rf /"})])
-    result = await run([answer, text("ok")], tools=make_tools(log), can_use_tool=rules)
+    result = await run(
+        [answer, text("ok")], tools=make_tools(log), options=TurnOptions(can_use_tool=rules)
+    )
     assert "x" not in log.starts
     (results,) = [m for m in result.of(UserMessage) if m.tool_results]
     assert results.tool_results[0].is_error
@@ -697,7 +709,9 @@ async def test_reject_ends_the_turn_with_a_valid_transcript(
         timing=SLOW,
     )
     result = await run(
-        [answer, text("never")], tools=make_tools(log, duration=5), can_use_tool=rules
+        [answer, text("never")],
+        tools=make_tools(log, duration=5),
+        options=TurnOptions(can_use_tool=rules),
     )
     assert result.end.reason is TurnEndReason.PERMISSION_REJECTED
     assert result.end.abort_reason == "permission_rejected"
@@ -856,11 +870,23 @@ async def test_bad_arguments() -> None:
         async with query(client_for(model), PROMPT, tools=[], model="m", max_tokens=0):
             pass  # pragma: no cover
     with pytest.raises(ValueError, match="max_turns"):
-        async with query(client_for(model), PROMPT, tools=[], model="m", max_tokens=1, max_turns=0):
+        async with query(
+            client_for(model),
+            PROMPT,
+            tools=[],
+            model="m",
+            max_tokens=1,
+            options=TurnOptions(max_turns=0),
+        ):
             pass  # pragma: no cover
     with pytest.raises(ValueError, match="max_tool_concurrency"):
         async with query(
-            client_for(model), PROMPT, tools=[], model="m", max_tokens=1, max_tool_concurrency=0
+            client_for(model),
+            PROMPT,
+            tools=[],
+            model="m",
+            max_tokens=1,
+            options=TurnOptions(max_tool_concurrency=0),
         ):
             pass  # pragma: no cover
 
@@ -883,7 +909,7 @@ async def test_abort_during_the_compactor(autojump_clock: trio.testing.MockClock
         await trio.sleep(10)
         return []  # pragma: no cover
 
-    result = await run([TOO_LONG], compactor=compactor, control=control)
+    result = await run([TOO_LONG], options=TurnOptions(compactor=compactor), control=control)
     assert result.end.reason is TurnEndReason.ABORTED_STREAMING
     assert result.end.messages == PROMPT
     assert result.of(Compacted) == []
@@ -897,7 +923,7 @@ async def test_abort_during_a_stop_hook(autojump_clock: trio.testing.MockClock) 
         await trio.sleep(10)
         return StopHookResult(block=True)  # pragma: no cover
 
-    result = await run([text("Done.")], stop_hooks=[hook], control=control)
+    result = await run([text("Done.")], options=TurnOptions(stop_hooks=[hook]), control=control)
     assert result.end.reason is TurnEndReason.ABORTED_TOOLS
     assert result.end.messages[-1].text == "Done."  # type: ignore[union-attr]
 
@@ -1044,13 +1070,48 @@ async def test_interrupt_at_every_event(
         assert len(result.model.requests) <= 3
 
 
+async def final_answer_time(run_turn_acting_at: Any) -> float:
+    """Virtual seconds from the start of the turn to its final answer's event (an
+    abort or interrupt before it finds the turn running)."""
+    start = trio.current_time()
+    seen: list[float] = []
+
+    def stamp(_i: int, event: Any) -> bool:
+        if isinstance(event, AssistantMessage) and event.stop_reason == "end_turn":
+            seen.append(trio.current_time() - start)
+        return False
+
+    result, _ = await drive(run_turn_acting_at, at=stamp)
+    assert result.end.reason is TurnEndReason.COMPLETED
+    assert len(seen) == 1
+    return seen[0]
+
+
 @settings(max_examples=150, deadline=None)
-@given(when=st.floats(min_value=0, max_value=20), how=st.sampled_from(["abort", "interrupt"]))
-def test_abort_at_any_time(when: float, how: str, run_turn_acting_at: Any) -> None:
+@given(
+    # strictly before the final answer, with room for the float rounding of a deadline
+    fraction=st.floats(min_value=0, max_value=1 - 1e-9),
+    how=st.sampled_from(["abort", "interrupt"]),
+)
+def test_abort_at_any_time(fraction: float, how: str, run_turn_acting_at: Any) -> None:
+    """An abort or interrupt at any moment before the final answer ends the turn as
+    aborted, every call answered (``check_run``); the act is asserted to have
+    happened while the turn ran."""
+
     async def main() -> None:
-        act = TurnControl.abort if how == "abort" else TurnControl.interrupt
-        result, _ = await drive(run_turn_acting_at, after=when, act=act)
-        if result.end.reason is not TurnEndReason.COMPLETED:
-            assert result.end.reason in ABORTED
+        final = await final_answer_time(run_turn_acting_at)
+        assert final > 5
+        acted: list[float] = []
+
+        def act(control: TurnControl) -> None:
+            acted.append(trio.current_time())
+            (TurnControl.abort if how == "abort" else TurnControl.interrupt)(control)
+
+        start = trio.current_time()
+        result, _ = await drive(run_turn_acting_at, after=fraction * final, act=act)
+        assert len(acted) == 1
+        assert acted[0] - start < final * (1 - 1e-10)
+        assert result.end.reason in ABORTED
+        assert result.end.abort_reason == ("user_interrupted" if how == "abort" else "interrupt")
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

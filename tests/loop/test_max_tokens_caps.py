@@ -19,6 +19,7 @@ from trio_agent import (
     TransitionReason,
     TurnEnd,
     TurnEndReason,
+    TurnOptions,
     UserMessage,
     query,
 )
@@ -99,7 +100,9 @@ async def test_an_explicit_max_tokens_goes_straight_to_continuation(autojump_clo
 
 async def test_the_cap_override_wins(autojump_clock: Any) -> None:
     model = ScriptedModel([cut("a"), DONE])
-    events, _ = await turn(model, model="some-other-model", output_token_cap=20_000)
+    events, _ = await turn(
+        model, model="some-other-model", options=TurnOptions(output_token_cap=20_000)
+    )
     assert reasons(events) == [TransitionReason.MAX_OUTPUT_TOKENS_ESCALATE]
     assert sent_max_tokens(model) == [8192, 20_000]
 
@@ -158,7 +161,9 @@ def test_max_tokens_never_passes_the_cap(
     model = ScriptedModel([cut(f"c{i}") for i in range(cuts)] + [DONE])
 
     async def main() -> None:
-        await turn(model, model=name, max_tokens=max_tokens, output_token_cap=override)
+        await turn(
+            model, model=name, max_tokens=max_tokens, options=TurnOptions(output_token_cap=override)
+        )
 
     run_virtual(main)
     sent = sent_max_tokens(model)

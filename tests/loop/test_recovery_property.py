@@ -25,6 +25,7 @@ from trio_agent import (
     ToolUseBlock,
     TurnControl,
     TurnEnd,
+    TurnOptions,
     UserMessage,
     query,
 )
@@ -122,9 +123,7 @@ def test_any_fault_leaves_a_valid_history_and_every_tool_use_answered(
             tools=tools(),
             model="big",
             max_tokens=100,
-            fallback_model=fallback,
-            max_stalls=max_stalls,
-            stall_threshold=30,
+            options=TurnOptions(fallback_model=fallback, max_stalls=max_stalls, stall_threshold=30),
             control=control,
         ) as stream:
             async for event in stream:

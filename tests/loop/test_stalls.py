@@ -18,6 +18,7 @@ from trio_agent import (
     TransitionReason,
     TurnEnd,
     TurnEndReason,
+    TurnOptions,
     UserMessage,
     query,
 )
@@ -55,7 +56,7 @@ async def test_each_stall_is_an_event_and_a_log_line(
 ) -> None:
     scripted = ScriptedModel([stalling(4, 45.0)])
     with caplog.at_level(logging.WARNING, logger="trio_agent.loop"):
-        events, end = await turn(scripted, stall_threshold=30.0)
+        events, end = await turn(scripted, options=TurnOptions(stall_threshold=30.0))
     assert end.reason is TurnEndReason.COMPLETED
     (stall,) = [e for e in events if isinstance(e, Stall)]
     assert stall.duration == pytest.approx(45.1)  # the stall plus one token delay
@@ -68,13 +69,13 @@ async def test_each_stall_is_an_event_and_a_log_line(
 
 async def test_gaps_under_the_threshold_are_not_stalls(autojump_clock: Any) -> None:
     scripted = ScriptedModel([stalling(4, 20.0)])
-    events, _ = await turn(scripted, stall_threshold=30.0)
+    events, _ = await turn(scripted, options=TurnOptions(stall_threshold=30.0))
     assert not [e for e in events if isinstance(e, Stall)]
 
 
 async def test_max_stalls_aborts_and_retries(autojump_clock: Any) -> None:
     scripted = ScriptedModel([stalling(4, 45.0), ScriptedAnswer(blocks=[TextBlock("Quick.")])])
-    events, end = await turn(scripted, stall_threshold=30.0, max_stalls=1)
+    events, end = await turn(scripted, options=TurnOptions(stall_threshold=30.0, max_stalls=1))
     assert end.reason is TurnEndReason.COMPLETED
     (tombstone,) = [e for e in events if isinstance(e, AttemptDiscarded)]
     assert isinstance(tombstone.error, StreamStalledError)
@@ -100,6 +101,12 @@ async def test_max_stalls_aborts_and_retries(autojump_clock: Any) -> None:
 async def test_bad_options_are_refused(option: str, value: float) -> None:
     scripted = ScriptedModel([])
     with pytest.raises(ValueError, match=option):
-        async with query(scripted.client(), [], tools=[], model="m", **{option: value}):
-            pass  # pragma: no cover
+        if option == "max_tokens":
+            async with query(scripted.client(), [], tools=[], model="m", max_tokens=int(value)):
+                pass  # pragma: no cover
+        else:
+            async with query(
+                scripted.client(), [], tools=[], model="m", options=TurnOptions(**{option: value})
+            ):
+                pass  # pragma: no cover
     assert scripted.requests == []

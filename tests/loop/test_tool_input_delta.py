@@ -23,6 +23,7 @@ from trio_agent import (
     ToolUseBlock,
     TurnEnd,
     TurnEndReason,
+    TurnOptions,
     UserMessage,
     query,
 )
@@ -102,7 +103,7 @@ async def test_no_deltas_when_turned_off(autojump_clock: trio.testing.MockClock)
     ]
     on = await run_turn(answers, [echo_tool(seen)])
     assert any(isinstance(e, ToolInputDelta) for e in on)
-    off = await run_turn(answers, [echo_tool(seen)], tool_input_deltas=False)
+    off = await run_turn(answers, [echo_tool(seen)], options=TurnOptions(tool_input_deltas=False))
     assert not any(isinstance(e, ToolInputDelta) for e in off)
     assert off[-1].reason is TurnEndReason.COMPLETED
 

@@ -19,6 +19,7 @@ from trio_agent import (
     TransitionReason,
     TurnEnd,
     TurnEndReason,
+    TurnOptions,
     Usage,
     UserMessage,
     query,
@@ -58,7 +59,7 @@ async def test_stop_hooks_see_stop_hook_active(autojump_clock: Any) -> None:
         return StopHookResult(block=not stop_hook_active, message="Check your work.")
 
     scripted = ScriptedModel([answer("Done."), answer("Checked. Done.")])
-    events, end = await turn(scripted, stop_hooks=[hook])
+    events, end = await turn(scripted, options=TurnOptions(stop_hooks=[hook]))
     assert seen == [False, True]
     assert reasons(events) == [TransitionReason.STOP_HOOK_BLOCKING]
     assert end.reason is TurnEndReason.COMPLETED
@@ -74,7 +75,9 @@ async def test_hooks_that_keep_blocking_end_the_turn(autojump_clock: Any, limit:
         return StopHookResult(block=True, message="Not yet.")
 
     scripted = ScriptedModel([answer(f"Done {i}.") for i in range(limit + 5)])
-    events, end = await turn(scripted, stop_hooks=[stubborn], max_stop_hook_blocks=limit)
+    events, end = await turn(
+        scripted, options=TurnOptions(stop_hooks=[stubborn], max_stop_hook_blocks=limit)
+    )
     # bounded model calls: the first answer plus one per allowed block
     assert len(scripted.requests) == limit + 1
     assert reasons(events) == [TransitionReason.STOP_HOOK_BLOCKING] * limit
@@ -90,7 +93,7 @@ async def test_the_default_guard_holds_without_max_turns(autojump_clock: Any) ->
         return StopHookResult(block=True)
 
     scripted = ScriptedModel([answer(f"Done {i}.") for i in range(50)])
-    _, end = await turn(scripted, stop_hooks=[stubborn])
+    _, end = await turn(scripted, options=TurnOptions(stop_hooks=[stubborn]))
     assert end.reason is TurnEndReason.STOP_HOOK_LIMIT
     assert len(scripted.requests) == 9  # DEFAULT_MAX_STOP_HOOK_BLOCKS + 1
 
@@ -100,7 +103,7 @@ async def test_the_default_guard_holds_without_max_turns(autojump_clock: Any) ->
 
 async def test_under_budget_the_turn_continues(autojump_clock: Any) -> None:
     scripted = ScriptedModel([answer("Part one.", 300), answer("Part two.", 700)])
-    events, end = await turn(scripted, token_budget=1000)
+    events, end = await turn(scripted, options=TurnOptions(token_budget=1000))
     assert reasons(events) == [TransitionReason.TOKEN_BUDGET_CONTINUATION]
     assert end.reason is TurnEndReason.COMPLETED
     assert len(scripted.requests) == 2
@@ -112,7 +115,7 @@ async def test_under_budget_the_turn_continues(autojump_clock: Any) -> None:
 
 async def test_diminishing_returns_end_the_budget(autojump_clock: Any) -> None:
     scripted = ScriptedModel([answer(f"Bit {i}.", 20) for i in range(10)])
-    events, end = await turn(scripted, token_budget=100_000)
+    events, end = await turn(scripted, options=TurnOptions(token_budget=100_000))
     assert reasons(events) == [TransitionReason.TOKEN_BUDGET_CONTINUATION] * 3
     assert len(scripted.requests) == 4
     assert end.reason is TurnEndReason.COMPLETED
@@ -120,7 +123,7 @@ async def test_diminishing_returns_end_the_budget(autojump_clock: Any) -> None:
 
 async def test_the_session_takes_a_budget(autojump_clock: Any) -> None:
     scripted = ScriptedModel([answer("a", 100), answer("b", 900)])
-    session = Session(scripted.client(), [], model="m", token_budget=1000)
+    session = Session(scripted.client(), [], model="m", options=TurnOptions(token_budget=1000))
     async with session.submit("go") as events:
         async for _ in events:
             pass
@@ -140,7 +143,7 @@ def test_the_budget_stops_at_90_percent_or_when_the_script_ends(
     ends: list[TurnEnd] = []
 
     async def main() -> None:
-        ends.append((await turn(scripted, token_budget=budget))[1])
+        ends.append((await turn(scripted, options=TurnOptions(token_budget=budget)))[1])
 
     run_virtual(main)
     (end,) = ends

@@ -36,6 +36,7 @@ from trio_agent import (
     ToolUseBlock,
     TurnEnd,
     TurnEndReason,
+    TurnOptions,
     Usage,
     UserMessage,
     read_transcript,
@@ -106,7 +107,7 @@ async def test_deferred_call_waits_then_runs_when_allowed(
         model.client(),
         tools(ran),
         model="m",
-        can_use_tool=ask_later_for_bash,
+        options=TurnOptions(can_use_tool=ask_later_for_bash),
         transcript_path=path,
     )
     events = await drain(session, "go")
@@ -157,7 +158,9 @@ async def test_denied_call_is_answered_with_the_message(
 ) -> None:
     ran = Ran()
     model = ScriptedModel([answer(bash("b")), answer(TextBlock("Understood."))])
-    session = Session(model.client(), tools(ran), model="m", can_use_tool=ask_later_for_bash)
+    session = Session(
+        model.client(), tools(ran), model="m", options=TurnOptions(can_use_tool=ask_later_for_bash)
+    )
     await drain(session, "go")
     events = await drain(session, approvals={"b": Deny("not on a Friday")})
     assert events[-1].reason is TurnEndReason.COMPLETED
@@ -170,7 +173,9 @@ async def test_denied_call_is_answered_with_the_message(
 async def test_calls_left_out_stay_pending(autojump_clock: trio.testing.MockClock) -> None:
     ran = Ran()
     model = ScriptedModel([answer(bash("b1"), read("r"), bash("b2")), answer(TextBlock("ok"))])
-    session = Session(model.client(), tools(ran), model="m", can_use_tool=ask_later_for_bash)
+    session = Session(
+        model.client(), tools(ran), model="m", options=TurnOptions(can_use_tool=ask_later_for_bash)
+    )
     end = (await drain(session, "go"))[-1]
     assert end.pending.ids == ("b1", "b2")
     end = (await drain(session, approvals={"b2": Allow()}))[-1]
@@ -189,7 +194,12 @@ async def test_bad_approvals_are_refused_and_change_nothing(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     model = ScriptedModel([answer(TextBlock("hi")), answer(bash("b")), answer(TextBlock("ok"))])
-    session = Session(model.client(), tools(Ran()), model="m", can_use_tool=ask_later_for_bash)
+    session = Session(
+        model.client(),
+        tools(Ran()),
+        model="m",
+        options=TurnOptions(can_use_tool=ask_later_for_bash),
+    )
     with pytest.raises(ApprovalError, match="needs a prompt"):
         await drain(session)
     await drain(session, "hello")
@@ -215,7 +225,9 @@ async def test_bad_approvals_are_refused_and_change_nothing(
 async def test_reject_in_approvals_ends_the_turn(autojump_clock: trio.testing.MockClock) -> None:
     ran = Ran()
     model = ScriptedModel([answer(bash("b1"), bash("b2"))])
-    session = Session(model.client(), tools(ran), model="m", can_use_tool=ask_later_for_bash)
+    session = Session(
+        model.client(), tools(ran), model="m", options=TurnOptions(can_use_tool=ask_later_for_bash)
+    )
     await drain(session, "go")
     end = (await drain(session, approvals={"b1": Reject("no"), "b2": Allow()}))[-1]
     assert end.reason is TurnEndReason.PERMISSION_REJECTED
@@ -230,7 +242,9 @@ async def test_abort_while_other_tools_run_answers_the_deferred_call(
 ) -> None:
     ran = Ran()
     model = ScriptedModel([answer(bash("b"), ToolUseBlock("r", "Read", {"seconds": 30.0}))])
-    session = Session(model.client(), tools(ran), model="m", can_use_tool=ask_later_for_bash)
+    session = Session(
+        model.client(), tools(ran), model="m", options=TurnOptions(can_use_tool=ask_later_for_bash)
+    )
     events = await run_turn_acting_at(
         session.submit("go"), session.abort, at=lambda i, e: isinstance(e, AssistantMessage)
     )
@@ -249,7 +263,9 @@ async def test_abort_while_approved_calls_run(
 ) -> None:
     ran = Ran()
     model = ScriptedModel([answer(bash("b", seconds=30.0)), answer(TextBlock("never"))])
-    session = Session(model.client(), tools(ran), model="m", can_use_tool=ask_later_for_bash)
+    session = Session(
+        model.client(), tools(ran), model="m", options=TurnOptions(can_use_tool=ask_later_for_bash)
+    )
     await drain(session, "go")
     events = await run_turn_acting_at(
         session.submit(approvals={"b": Allow()}), session.abort, after=1.0
@@ -267,7 +283,12 @@ async def test_leaving_early_keeps_the_calls_pending(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     model = ScriptedModel([answer(bash("b")), answer(TextBlock("ok"))])
-    session = Session(model.client(), tools(Ran()), model="m", can_use_tool=ask_later_for_bash)
+    session = Session(
+        model.client(),
+        tools(Ran()),
+        model="m",
+        options=TurnOptions(can_use_tool=ask_later_for_bash),
+    )
     await drain(session, "go")
     async with session.submit(approvals={"b": Allow()}):
         pass  # left before the approved call was answered
@@ -294,7 +315,9 @@ def test_any_decisions_any_order(names: list[str], data: st.DataObject) -> None:
     async def main() -> None:
         ran = Ran()
         model = ScriptedModel([answer(*calls), answer(TextBlock("done"))])
-        session = Session(model.client(), tools(ran), model="m", can_use_tool=decide)
+        session = Session(
+            model.client(), tools(ran), model="m", options=TurnOptions(can_use_tool=decide)
+        )
         end = (await drain(session, "go"))[-1]
         allowed = {i for i, d in first.items() if d == "allow"}
         while end.reason is TurnEndReason.AWAITING_APPROVAL:
@@ -366,7 +389,7 @@ def test_another_process_resumes_and_approves(tmp_path: Path) -> None:
             model.client(),
             tools(ran),
             model="m",
-            can_use_tool=ask_later_for_bash,
+            options=TurnOptions(can_use_tool=ask_later_for_bash),
             transcript_path=path,
         )
         assert (await drain(session, "go"))[-1].reason is TurnEndReason.AWAITING_APPROVAL
@@ -402,7 +425,9 @@ async def test_interrupt_while_approved_calls_run(
 ) -> None:
     ran = Ran()
     model = ScriptedModel([answer(bash("b", seconds=30.0)), answer(TextBlock("never"))])
-    session = Session(model.client(), tools(ran), model="m", can_use_tool=ask_later_for_bash)
+    session = Session(
+        model.client(), tools(ran), model="m", options=TurnOptions(can_use_tool=ask_later_for_bash)
+    )
     await drain(session, "go")
     events = await run_turn_acting_at(
         session.submit(approvals={"b": Allow()}), session.interrupt, after=1.0
@@ -429,7 +454,7 @@ async def test_a_crash_at_any_byte_resumes_pending_or_repaired(
         model.client(),
         tools(Ran()),
         model="m",
-        can_use_tool=ask_later_for_bash,
+        options=TurnOptions(can_use_tool=ask_later_for_bash),
         transcript_path=path,
     )
     await drain(session, "go")

@@ -25,6 +25,7 @@ from trio_agent import (
     ToolContext,
     ToolResultBlock,
     ToolUseBlock,
+    TurnOptions,
     UserMessage,
     read_transcript,
 )
@@ -206,7 +207,11 @@ async def test_capped_results_are_the_same_in_history_transcript_and_request(
     )
     path = tmp_path / "t.jsonl"
     session = Session(
-        scripted.client(), [tool], model="m", transcript_path=path, max_result_chars=session_cap
+        scripted.client(),
+        [tool],
+        model="m",
+        transcript_path=path,
+        options=TurnOptions(max_result_chars=session_cap),
     )
     with LeakCheck(models=[scripted], processes=False, fds=False):
         await drain(session)

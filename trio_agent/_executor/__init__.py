@@ -8,7 +8,6 @@ from ._call import read_return as read_return
 from ._executor import TOOL_TASK_PREFIX as TOOL_TASK_PREFIX
 from ._executor import ToolExecutor as ToolExecutor
 from ._executor import open_tool_executor as open_tool_executor
-from ._results import DEFAULT_MAX_RESULT_CHARS as DEFAULT_MAX_RESULT_CHARS
 from ._results import AbortReason as AbortReason
 from ._results import ExecutorStatistics as ExecutorStatistics
 from ._results import ToolFinished as ToolFinished
@@ -17,7 +16,6 @@ from ._results import ToolResult as ToolResult
 from ._results import summarize_call as summarize_call
 
 __all__ = [
-    "DEFAULT_MAX_RESULT_CHARS",
     "TOOL_TASK_PREFIX",
     "AbortReason",
     "ExecutorStatistics",

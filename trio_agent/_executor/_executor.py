@@ -1,6 +1,6 @@
 """The streaming tool executor: run tool calls while the model is still talking.
 
-Structure (DESIGN.md, Layer 2)::
+Structure (docs/DESIGN.md, "The cancel-scope tree")::
 
     turn scope (the caller's)              cancelled → user_interrupted
       └─ executor nursery = batch scope    Reject → turn scope cancelled (permission_rejected)
@@ -30,10 +30,10 @@ from typing import Any, NoReturn, TypeVar, final
 import attrs
 import trio
 
-from .._exceptions import ExecutorClosedError, ToolDefinitionError, unwrap_single
+from .._exceptions import ExecutorClosedError, unwrap_single
 from .._messages import ToolUseBlock
-from .._permissions import CanUseTool
-from .._tools import Tool, check_timeout
+from .._options import TurnOptions
+from .._tools import Tool, tools_by_name
 from ._call import (
     Call,
     CallState,
@@ -47,7 +47,6 @@ from ._call import (
 )
 from ._progress import ProgressChannel
 from ._results import (
-    DEFAULT_MAX_RESULT_CHARS,
     AbortReason,
     ExecutorStatistics,
     ToolFinished,
@@ -83,11 +82,8 @@ def open_tool_executor(
     tools: Iterable[Tool],
     *,
     turn_scope: trio.CancelScope | None = None,
-    can_use_tool: CanUseTool | None = None,
-    max_concurrency: int = 10,
     context: Any = None,
-    tool_timeout: float | None = None,
-    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+    options: TurnOptions | None = None,
 ) -> _ExecutorManager:
     """Open a streaming tool executor: tools start while the model still streams.
 
@@ -96,19 +92,20 @@ def open_tool_executor(
         turn_scope: the cancel scope of the turn. ``Reject`` from ``can_use_tool``
             cancels it (``permission_rejected``); without one, a rejection cancels
             every call of this executor instead.
-        can_use_tool: ``async (tool, input, ctx) -> Allow | Deny | Reject | Defer``,
-            consulted inside the call's slot, before the tool runs; a ``Defer``
-            answers the call with a ``deferred`` placeholder result at once.
-        max_concurrency: the most tools running at once.
         context: the shared context value; tools see it as ``ctx.context`` and
             non-safe tools may change it with ``ToolOutput.context_modifier``.
-        tool_timeout: seconds a tool may run when it has no ``timeout`` of its
-            own; past it the call is answered "timed out after N s".
-        max_result_chars: the most characters of text a result keeps (a tool's own
-            ``max_result_chars`` wins); the rest is cut, with a note saying how much.
+        options: a :class:`~trio_agent.TurnOptions`; the executor reads four of its
+            fields. ``can_use_tool`` (``async (tool, input, ctx) -> Allow | Deny |
+            Reject | Defer``) is consulted inside the call's slot, before the tool
+            runs; a ``Defer`` answers the call with a ``deferred`` placeholder result
+            at once. ``max_tool_concurrency``: the most tools running at once.
+            ``tool_timeout``: seconds a tool may run when it has no ``timeout`` of
+            its own; past it the call is answered "timed out after N s".
+            ``max_result_chars``: the most characters of text a result keeps (a
+            tool's own ``max_result_chars`` wins); the rest is cut, with a note.
 
     Scheduling: a call starts as soon as nothing runs, or it and everything
-    running are concurrency-safe, with fewer than *max_concurrency* running.
+    running are concurrency-safe, with fewer than ``max_tool_concurrency`` running.
     Calls are considered in order; a non-safe call that cannot start holds back
     every later one.
 
@@ -127,16 +124,20 @@ def open_tool_executor(
                     send_back(result.to_block())
         for result in executor.drain():            # what was not received
             send_back(result.to_block())
+
+    Raises:
+        TypeError: *options* is not a ``TurnOptions``; a tool is not a ``Tool``
+            (when the block is entered).
+        ToolDefinitionError: two tools have the same name (when the block is entered).
     """
-    return _ExecutorManager(
-        tools,
-        turn_scope=turn_scope,
-        can_use_tool=can_use_tool,
-        max_concurrency=max_concurrency,
-        context=context,
-        tool_timeout=tool_timeout,
-        max_result_chars=max_result_chars,
-    )
+    if options is None:
+        options = _DEFAULT_OPTIONS
+    elif not isinstance(options, TurnOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"options must be a TurnOptions, not {type(options).__name__}")
+    return _ExecutorManager(tools, turn_scope=turn_scope, context=context, options=options)
+
+
+_DEFAULT_OPTIONS = TurnOptions()
 
 
 @attrs.define(eq=False)
@@ -156,44 +157,29 @@ class _ExecutorManager:
         tools: Iterable[Tool],
         *,
         turn_scope: trio.CancelScope | None,
-        can_use_tool: CanUseTool | None,
-        max_concurrency: int,
         context: Any,
-        tool_timeout: float | None,
-        max_result_chars: int,
+        options: TurnOptions,
     ) -> None:
         self._tools = tools
-        # Checked at __aenter__, then handed to the executor as they are.
-        self._options: dict[str, Any] = {
-            "turn_scope": turn_scope,
-            "can_use_tool": can_use_tool,
-            "max_concurrency": max_concurrency,
-            "context": context,
-            "tool_timeout": tool_timeout,
-            "max_result_chars": max_result_chars,
-        }
+        self._turn_scope = turn_scope
+        self._context = context
+        self._options = options
         self._hooks = _Hooks()
         self._nursery_manager = trio.open_nursery()
 
     async def __aenter__(self) -> ToolExecutor:
         # Check the arguments before opening the nursery: an error here is raised
         # as itself, not wrapped in the nursery's group.
-        tools = _tools_by_name(self._tools)
-        options = self._options
-        max_concurrency = options["max_concurrency"]
-        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int):
-            raise TypeError("max_concurrency must be an int")
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
-        check_timeout(options["tool_timeout"], "tool_timeout")
-        if options["max_result_chars"] < 1:
-            raise ValueError(
-                f"max_result_chars must be at least 1, not {options['max_result_chars']}"
-            )
+        tools = tools_by_name(self._tools)
         nursery = await self._nursery_manager.__aenter__()
         # The one place that builds an executor (trio's NurseryManager does the same).
         return ToolExecutor._create(  # pyright: ignore[reportPrivateUsage]
-            nursery, tools, hooks=self._hooks, **options
+            nursery,
+            tools,
+            turn_scope=self._turn_scope,
+            context=self._context,
+            options=self._options,
+            hooks=self._hooks,
         )
 
     async def __aexit__(
@@ -220,17 +206,6 @@ class _ExecutorManager:
             raise
         finally:
             hooks.close(exc)
-
-
-def _tools_by_name(tools: Iterable[Tool]) -> dict[str, Tool]:
-    by_name: dict[str, Tool] = {}
-    for t in tools:
-        if not isinstance(t, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"tools must be Tool values, not {type(t).__name__}")
-        if t.name in by_name:
-            raise ToolDefinitionError(f"two tools are named {t.name!r}")
-        by_name[t.name] = t
-    return by_name
 
 
 @final
@@ -313,21 +288,18 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         tools: dict[str, Tool],
         *,
         turn_scope: trio.CancelScope | None,
-        can_use_tool: CanUseTool | None,
-        max_concurrency: int,
         context: Any,
-        tool_timeout: float | None,
-        max_result_chars: int,
+        options: TurnOptions,
         hooks: _Hooks,
     ) -> None:
-        self._max_result_chars = max_result_chars
+        self._max_result_chars = options.max_result_chars
         self._nursery = nursery
         self._tools = tools
         self._turn_scope = turn_scope
-        self._can_use_tool = can_use_tool
-        self._max_concurrency = max_concurrency
+        self._can_use_tool = options.can_use_tool
+        self._max_concurrency = options.max_tool_concurrency
         self._context = context
-        self._tool_timeout = tool_timeout
+        self._tool_timeout = options.tool_timeout
         hooks.body_ended = self._body_ended
         hooks.close = self._close
 

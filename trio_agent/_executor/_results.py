@@ -188,10 +188,6 @@ def permission_error_message(name: str, exc: BaseException) -> str:
     return f"Error: the permission check for {name} failed: {type(exc).__name__}: {describe(exc)}"
 
 
-#: The default cap on a tool result's text, in characters.
-DEFAULT_MAX_RESULT_CHARS = 100_000
-
-
 def truncation_note(total: int, limit: int) -> str:
     """What the model reads where a result was cut."""
     return (

@@ -8,11 +8,8 @@ from outside; :class:`PermissionRules` is a ready-made ``can_use_tool``.
 
 from ._compact import summarizing_compactor as summarizing_compactor
 from ._control import TurnControl as TurnControl
-from ._query import DEFAULT_MAX_STOP_HOOK_BLOCKS as DEFAULT_MAX_STOP_HOOK_BLOCKS
-from ._query import Compactor as Compactor
-from ._query import StopHook as StopHook
-from ._query import StopHookResult as StopHookResult
 from ._query import check_approvals as check_approvals
+from ._query import check_options as check_options
 from ._query import query as query
 from ._rules import PermissionRuleError as PermissionRuleError
 from ._rules import PermissionRules as PermissionRules

@@ -14,7 +14,7 @@ from typing import Any
 from .._exceptions import CompactionError
 from .._messages import AssistantMessage, ContentBlock, Message, TextBlock, UserMessage
 from .._model import ModelClient, StreamResult
-from ._query import Compactor
+from .._options import Compactor
 
 __all__ = ["split_for_compaction", "summarizing_compactor"]
 

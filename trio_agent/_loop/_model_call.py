@@ -20,7 +20,6 @@ import trio
 
 from .._exceptions import APIError, OverloadedError, StreamError, StreamStalledError
 from .._executor import (
-    DEFAULT_MAX_RESULT_CHARS,
     ToolExecutor,
     ToolFinished,
     ToolResult,
@@ -40,7 +39,8 @@ from .._model import (
     StreamEvent,
     StreamResult,
 )
-from .._permissions import CanUseTool, Defer, PermissionDecision
+from .._options import TurnOptions
+from .._permissions import Defer, PermissionDecision
 from .._tools import Tool, ToolContext
 from . import _recovery as rec
 from ._control import TurnControl
@@ -154,17 +154,9 @@ class ModelCaller:
     client: ModelClient
     tools: Sequence[Tool]
     system: Any
-    can_use_tool: CanUseTool | None
-    max_tool_concurrency: int
-    tool_timeout: float | None
+    options: TurnOptions
     control: TurnControl
-    params: dict[str, Any]
     send: trio.MemorySendChannel[QueryEvent]
-    fallback_model: str | None = None
-    stall_threshold: float = 30.0
-    max_stalls: int | None = None
-    tool_input_deltas: bool = True
-    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
     calls: int = 0
     #: Whether the client takes ``on_retry`` and has ``create()`` (checked once: an
     #: isinstance() against a runtime-checkable Protocol is slow).
@@ -188,7 +180,7 @@ class ModelCaller:
             self.control.interrupting() as attach_executor,
         ):
             async with (
-                self._open_executor(turn_scope, self.can_use_tool, state.context) as executor,
+                self._open_executor(turn_scope, self.options, state.context) as executor,
                 trio.open_nursery() as nursery,
             ):
                 attach_executor(executor)
@@ -239,7 +231,9 @@ class ModelCaller:
             self.control.interrupting() as attach_executor,
         ):
             async with (
-                self._open_executor(turn_scope, decide, state.context) as executor,
+                self._open_executor(
+                    turn_scope, attrs.evolve(self.options, can_use_tool=decide), state.context
+                ) as executor,
                 trio.open_nursery() as nursery,
             ):
                 attach_executor(executor)
@@ -254,17 +248,11 @@ class ModelCaller:
         return attempt
 
     def _open_executor(
-        self, turn_scope: trio.CancelScope, can_use_tool: CanUseTool | None, context: Any
+        self, turn_scope: trio.CancelScope, options: TurnOptions, context: Any
     ) -> contextlib.AbstractAsyncContextManager[ToolExecutor]:
         """A model call's executor: this query's tools, caps and timeouts."""
         return open_tool_executor(
-            self.tools,
-            turn_scope=turn_scope,
-            can_use_tool=can_use_tool,
-            max_concurrency=self.max_tool_concurrency,
-            context=context,
-            tool_timeout=self.tool_timeout,
-            max_result_chars=self.max_result_chars,
+            self.tools, turn_scope=turn_scope, context=context, options=options
         )
 
     def _on_retry(self, state: State, attempt: Attempt) -> RetryObserver:
@@ -276,7 +264,7 @@ class ModelCaller:
                 attempt.overloaded_retried, attempt.overloaded_reset = 0, True
                 return True
             attempt.overloaded_retried += 1
-            if rec.can_fall_back(state, self.fallback_model) and (
+            if rec.can_fall_back(state, self.options.fallback_model) and (
                 attempt.overloaded_streak(state.consecutive_overloaded)
                 >= rec.MAX_CONSECUTIVE_OVERLOADED
             ):
@@ -293,7 +281,7 @@ class ModelCaller:
             max_tokens=state.effective_max_tokens,
             system=self.system,
             tools=list(self.tools),
-            **self.params,
+            **self.options.extra_body,
         )
         if self.recoverable:
             request["on_retry"] = self._on_retry(state, attempt)
@@ -322,9 +310,10 @@ class ModelCaller:
             attempt.model_call,
         )
         await self.send.send(Stall(gap, attempt.model_call, attempt.stalls))
-        if self.max_stalls is not None and attempt.stalls >= self.max_stalls:
+        max_stalls = self.options.max_stalls
+        if max_stalls is not None and attempt.stalls >= max_stalls:
             raise StreamStalledError(
-                f"the stream stalled {attempt.stalls} times (max_stalls={self.max_stalls})"
+                f"the stream stalled {attempt.stalls} times (max_stalls={max_stalls})"
             )
 
     async def _stream(
@@ -332,13 +321,14 @@ class ModelCaller:
     ) -> None:
         index = 0
         last: float | None = None
-        inputs = PartialInputs() if self.tool_input_deltas else None
+        inputs = PartialInputs() if self.options.tool_input_deltas else None
+        stall_threshold = self.options.stall_threshold
         async with self.client.stream(**self._request(state, attempt)) as items:
             async for item in items:
                 if isinstance(item, StreamEvent):
                     if item.type != "ping":
                         now = trio.current_time()
-                        if last is not None and now - last > self.stall_threshold:
+                        if last is not None and now - last > stall_threshold:
                             await self._stall(attempt, now - last)
                         last = now
                     if item.stop_reason == "refusal":

@@ -25,8 +25,8 @@ say they may have partly completed). A cut answer's unfinished block is not kept
 (its deltas were sent). The exception is an attempt the loop *retries* (a failure
 after content: a reset, a truncation, an idle timeout, a retryable in-stream error,
 too many stalls; an overloaded retry; a model fallback; a ``max_tokens``
-escalation): as DESIGN.md and Claude Code do, it is dropped whole so the retry
-answers the same request, and an :class:`AttemptDiscarded` tombstone (with the
+escalation): as docs/DESIGN.md ("Two levels of retry") and Claude Code do, it is
+dropped whole so the retry answers the same request, and an :class:`AttemptDiscarded` tombstone (with the
 tools that had started) tells a UI to drop what it showed. The streamed retries
 follow the retry policy's backoff; the last resort is one non-streaming request.
 If every recovery fails, the last discarded attempt's finished blocks are kept as
@@ -47,19 +47,20 @@ Example::
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Protocol, TypeAlias, cast
+from typing import Any, cast
 
 import attrs
 import trio
 
 from .._exceptions import ApprovalError, OverloadedError, PromptTooLongError, unwrap_single
-from .._executor import DEFAULT_MAX_RESULT_CHARS, AbortReason, summarize_call
+from .._executor import AbortReason, summarize_call
 from .._messages import AssistantMessage, Message, ToolResultBlock, UserMessage
 from .._model import ModelClient, RecoverableModelClient, RetryPolicy
-from .._permissions import Allow, CanUseTool, Defer, Deny, PermissionDecision, Reject
-from .._tools import Tool, check_timeout
+from .._options import StopHookResult, TurnOptions, check_max_tokens
+from .._permissions import Allow, Defer, Deny, PermissionDecision, Reject
+from .._tools import Tool
 from . import _recovery as rec
 from ._control import TurnControl
 from ._model_call import Attempt, ModelCaller, Phase
@@ -75,61 +76,25 @@ from ._state import (
     TurnEndReason,
 )
 
-__all__ = ["Compactor", "StopHook", "StopHookResult", "query"]
+__all__ = ["check_approvals", "check_options", "query"]
 
 logger = logging.getLogger("trio_agent.loop")
 
 
-@attrs.frozen
-class StopHookResult:
-    """What a stop hook says about the end of a turn.
-
-    Attributes:
-        block: True to refuse the end: the loop sends *message* as a user message
-            and calls the model again (transition ``stop_hook_blocking``).
-        message: what the model reads when the hook blocks.
-    """
-
-    block: bool = False
-    message: str | None = None
-
-
-class StopHook(Protocol):
-    """``async hook(history, *, stop_hook_active) -> StopHookResult | None``.
-
-    *stop_hook_active* is True when the model is going on because a stop hook
-    blocked earlier in this turn (a hook can let go then, to avoid a loop).
-    """
-
-    def __call__(
-        self, messages: tuple[Message, ...], *, stop_hook_active: bool
-    ) -> Awaitable[StopHookResult | None]: ...
-
-
-Compactor: TypeAlias = Callable[[tuple[Message, ...]], Awaitable[Sequence[Message]]]
-
 _DEFAULT_BLOCK_MESSAGE = "A stop hook blocked the end of the turn; continue."
-#: How many times the stop hooks may block one turn by default.
-DEFAULT_MAX_STOP_HOOK_BLOCKS = 8
 
 
 @attrs.define(eq=False)
 class _Loop:
     caller: ModelCaller
-    max_turns: int | None
-    fallback_model: str | None
-    stop_hooks: Sequence[StopHook]
-    compactor: Compactor | None
+    options: TurnOptions
     control: TurnControl
     send: trio.MemorySendChannel[QueryEvent]
-    retry: RetryPolicy = attrs.field(factory=RetryPolicy)
-    max_stop_hook_blocks: int = DEFAULT_MAX_STOP_HOOK_BLOCKS
-    token_budget: int | None = None
+    #: ``options.retry``, or the client's policy when that is None.
+    retry: RetryPolicy
     #: The last attempt discarded for a retry since the last successful call: if
     #: the retries fail, its finished blocks are kept, as a cut answer's are.
     discarded: Attempt | None = None
-    auto_compact: float | None = None
-    context_window: int | None = None
 
     # -- the loop -----------------------------------------------------------------
 
@@ -181,7 +146,9 @@ class _Loop:
                 else TurnEndReason.ABORTED_TOOLS
             )
             return await self._end(state, reason, why)
-        if rec.exceeds_max_turns(state, self.max_turns):  # pragma: no cover - max_turns >= 1
+        if rec.exceeds_max_turns(
+            state, self.options.max_turns
+        ):  # pragma: no cover - max_turns >= 1
             return await self._end(state, TurnEndReason.MAX_TURNS)
         assert state.transition is not None
         await self.send.send(state.transition)
@@ -233,11 +200,11 @@ class _Loop:
             state = outcome
             if attempt.result is not None and self._wants_auto_compact(state, attempt):
                 state = await self._auto_compact(state)
-            if rec.exceeds_max_turns(state, self.max_turns):
+            if rec.exceeds_max_turns(state, self.options.max_turns):
                 return await self._end(
                     state,
                     TurnEndReason.MAX_TURNS,
-                    message=f"The turn used its {self.max_turns} model turns.",
+                    message=f"The turn used its {self.options.max_turns} model turns.",
                 )
             assert state.transition is not None
             await self.send.send(state.transition)
@@ -284,22 +251,22 @@ class _Loop:
         if isinstance(blocked, TurnEnd):
             return blocked
         if blocked is not None:
-            if state.stop_hook_blocks >= self.max_stop_hook_blocks:
+            if state.stop_hook_blocks >= self.options.max_stop_hook_blocks:
                 return await self._end(
                     _append(state, message),
                     TurnEndReason.STOP_HOOK_LIMIT,
                     message=(
                         f"The stop hooks blocked the end {state.stop_hook_blocks} times"
-                        f" (max_stop_hook_blocks={self.max_stop_hook_blocks}); the turn ends."
+                        f" (max_stop_hook_blocks={self.options.max_stop_hook_blocks}); the turn ends."
                     ),
                 )
             state = rec.stop_hook_block(state, message, blocked)
             await self.send.send(state.messages[-1])
             return state
-        if self.token_budget is not None and rec.wants_budget_continuation(
-            state, self.token_budget, answer.usage.output_tokens
+        if self.options.token_budget is not None and rec.wants_budget_continuation(
+            state, self.options.token_budget, answer.usage.output_tokens
         ):
-            state = rec.budget_continue(state, message, self.token_budget)
+            state = rec.budget_continue(state, message, self.options.token_budget)
             await self.send.send(state.messages[-1])
             return state
         return await self._end(_append(state, message), TurnEndReason.COMPLETED)
@@ -361,7 +328,7 @@ class _Loop:
         if isinstance(error, OverloadedError):
             count = attempt.overloaded_streak(state.consecutive_overloaded)
             next_state = rec.on_overloaded(
-                state, self.fallback_model, attempt.started_tools(), count
+                state, self.options.fallback_model, attempt.started_tools(), count
             )
             if next_state is not None:
                 await self._discard(attempt, next_state)
@@ -374,7 +341,7 @@ class _Loop:
                 return await self._after_backoff(next_state, self.retry.delay(count - 1))
         elif (
             isinstance(error, PromptTooLongError)
-            and self.compactor is not None
+            and self.options.compactor is not None
             and not state.has_attempted_compact
         ):
             return await self._compact(state, error)
@@ -418,7 +385,7 @@ class _Loop:
         assert attempt.result is not None
         assert state.transition is not None
         return (
-            self.compactor is not None
+            self.options.compactor is not None
             and not state.has_attempted_compact
             and rec.may_auto_compact(state)
             and state.paused is None
@@ -431,8 +398,8 @@ class _Loop:
             )
             and rec.needs_auto_compact(
                 attempt.result.message.usage,
-                self.auto_compact,
-                rec.model_context_window(state.model, self.context_window),
+                self.options.auto_compact,
+                rec.model_context_window(state.model, self.options.context_window),
             )
         )
 
@@ -441,7 +408,7 @@ class _Loop:
         with the history as it is (the reactive compaction remains). After
         :data:`~._recovery.MAX_CONSECUTIVE_COMPACT_FAILURES` failures in a row the
         turn stops trying."""
-        assert self.compactor is not None
+        assert self.options.compactor is not None
         scope = trio.CancelScope()
         messages: tuple[Message, ...] | None = None
         try:
@@ -464,8 +431,8 @@ class _Loop:
         return rec.auto_compacted(state, messages)
 
     async def _run_compactor(self, state: State) -> tuple[Message, ...]:
-        assert self.compactor is not None
-        messages = tuple(await self.compactor(state.messages))
+        assert self.options.compactor is not None
+        messages = tuple(await self.options.compactor(state.messages))
         for message in messages:
             # A user-supplied callable: check what its annotation promises.
             if not isinstance(message, (AssistantMessage, UserMessage)):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -476,7 +443,7 @@ class _Loop:
         return messages
 
     async def _compact(self, state: State, error: PromptTooLongError) -> State | TurnEnd:
-        assert self.compactor is not None
+        assert self.options.compactor is not None
         scope = trio.CancelScope()
         with self.control.cancelling(scope), scope:
             try:
@@ -496,7 +463,7 @@ class _Loop:
         blocking: list[str] = []
         scope = trio.CancelScope()
         with self.control.cancelling(scope), scope:
-            for hook in self.stop_hooks:
+            for hook in self.options.stop_hooks:
                 try:
                     result = await hook(state.messages, stop_hook_active=state.stop_hook_active)
                     if result is not None and not isinstance(result, StopHookResult):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -540,6 +507,18 @@ class _Loop:
         )
 
 
+def check_options(options: object) -> TurnOptions:
+    """*options*, or the defaults for None; a TypeError for anything else."""
+    if options is None:
+        return _DEFAULT_OPTIONS
+    if not isinstance(options, TurnOptions):
+        raise TypeError(f"options must be a TurnOptions, not {type(options).__name__}")
+    return options
+
+
+_DEFAULT_OPTIONS = TurnOptions()
+
+
 def check_approvals(
     messages: Sequence[Message],
     pending: PendingApprovals | None,
@@ -581,31 +560,14 @@ async def query(
     messages: Sequence[Message],
     *,
     tools: Sequence[Tool],
-    system: Any = None,
     model: str,
+    system: Any = None,
     max_tokens: int | None = None,
-    can_use_tool: CanUseTool | None = None,
-    max_turns: int | None = None,
-    fallback_model: str | None = None,
-    stop_hooks: Sequence[StopHook] = (),
-    compactor: Compactor | None = None,
-    max_tool_concurrency: int = 10,
-    tool_timeout: float | None = None,
+    options: TurnOptions | None = None,
     control: TurnControl | None = None,
     context: Any = None,
-    retry: RetryPolicy | None = None,
-    output_token_cap: int | None = None,
-    max_stop_hook_blocks: int = DEFAULT_MAX_STOP_HOOK_BLOCKS,
-    token_budget: int | None = None,
-    stall_threshold: float = 30.0,
-    max_stalls: int | None = None,
-    auto_compact: float | None = None,
-    context_window: int | None = None,
     pending: PendingApprovals | None = None,
     approvals: Mapping[str, PermissionDecision] | None = None,
-    tool_input_deltas: bool = True,
-    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
-    **params: Any,
 ) -> AsyncGenerator[trio.MemoryReceiveChannel[QueryEvent]]:
     """Run one user turn: stream the model, run its tools, recover, until it ends.
 
@@ -626,56 +588,24 @@ async def query(
             :class:`~trio_agent.AnthropicClient`.
         messages: the history, ending with the user's message; not modified.
         tools: the tools the model may call.
-        system: the system prompt (a string or a list of blocks).
         model: the model to use.
+        system: the system prompt (a string or a list of blocks).
         max_tokens: output tokens per call. Left unset, it is 8192 (or the model's
             output cap, if lower) and escalated once on ``max_tokens``, to 64k or
             the model's cap; set, it is kept, and a cut answer goes straight to the
             "continue" recovery.
-        can_use_tool: the permission check, e.g. a :class:`~trio_agent.PermissionRules`.
-        max_turns: at most this many model turns (calls that follow new messages).
-        fallback_model: used after 3 overloaded errors in a row.
-        stop_hooks: ``async (history) -> StopHookResult | None``, run when the model
-            ends its answer; one that blocks makes the model go on.
-        compactor: ``async (history) -> new history``, run once when the prompt is
-            too long.
-        max_tool_concurrency: at most this many tools at once.
-        tool_timeout: seconds a tool without its own ``timeout`` may run; past it
-            the call is answered "timed out after N s" (None: no limit).
+        options: every other option of the turn (limits, recovery, permissions,
+            concurrency, timeouts, caps, compaction, budgets, ``extra_body``): a
+            :class:`~trio_agent.TurnOptions`; None: its defaults.
         control: a :class:`~trio_agent.TurnControl` to abort or interrupt the turn.
         context: the tools' shared context (``ctx.context``); what the non-safe
             tools of one model call make of it is what the next call's tools see,
             and :attr:`TurnEnd.context` holds it after the turn.
-        retry: the policy of the loop's own retries (a call that failed after
-            content was delivered: discarded with an :class:`AttemptDiscarded`
-            tombstone, streamed again after a backoff, then one last non-streaming
-            request); by default the client's ``retry``, else ``RetryPolicy()``.
-        output_token_cap: the model's output-token cap, overriding the table of
-            known models (``MODEL_OUTPUT_CAPS``); the escalation never goes above it.
-        max_stop_hook_blocks: the turn ends (``stop_hook_limit``) when the stop
-            hooks would block it more often than this.
-        token_budget: an output-token budget for the turn: an answer that ends
-            under 90% of it is asked to go on (``token_budget_continuation``).
-        stall_threshold: a gap longer than this between content events (pings do
-            not count) is a :class:`Stall` event and a log line.
-        max_stalls: abort and retry a call after this many stalls (None: never).
-        auto_compact: with a *compactor*, compact before the next call when the
-            last request's input passed this fraction of the context window
-            (transition ``auto_compact``); e.g. ``0.8``. None: only reactively,
-            when the prompt is too long.
-        context_window: the model's context window in tokens (default: 200k for
-            Claude models, else unknown: no auto-compaction).
         pending: the calls a previous turn deferred (its ``TurnEnd.pending``);
             *messages* then ends with their answer. The turn first runs or answers
             them as *approvals* says, then calls the model.
         approvals: ``{tool_use_id: Allow() | Deny(...) | Reject(...) | Defer()}`` for
             the *pending* calls; a pending call left out is deferred again.
-        tool_input_deltas: send :class:`ToolInputDelta` events (each streaming tool
-            call's input, partially parsed, coalesced to linear time); False: none.
-        max_result_chars: the most characters of text a tool result keeps (a tool's
-            own ``max_result_chars`` wins); the rest is cut, with a note of how much,
-            in the history, the transcript and the request alike.
-        **params: more Messages API parameters (``temperature``, ``thinking``...).
 
     Yields:
         A channel of events: :class:`TextDelta`, :class:`ThinkingDelta`,
@@ -690,35 +620,16 @@ async def query(
         :class:`TurnEnd`.
 
     Raises:
-        ValueError: ``max_tokens``, ``max_turns``, ``max_tool_concurrency``,
-            ``output_token_cap``, ``token_budget`` or ``max_result_chars`` < 1, ``max_stop_hook_blocks``
-            or ``max_stalls`` < 0, ``stall_threshold`` <= 0.
-        ToolDefinitionError: ``tool_timeout`` is not a number of seconds > 0.
+        TypeError: an unknown keyword; *options* is not a ``TurnOptions``;
+            ``max_tokens`` is not an int.
+        ValueError: ``max_tokens`` < 1.
         ApprovalError: *approvals* without *pending*, for a call that is not
             pending, or not a permission decision; *pending* calls that are not
             the unanswered tool uses of the last message.
     """
-    check_timeout(tool_timeout, "tool_timeout")
+    options = check_options(options)
+    check_max_tokens(max_tokens)
     check_approvals(messages, pending, approvals)
-    for name, value, low in (
-        ("max_tokens", max_tokens, 1),
-        ("output_token_cap", output_token_cap, 1),
-        ("token_budget", token_budget, 1),
-        ("max_stop_hook_blocks", max_stop_hook_blocks, 0),
-        ("max_stalls", max_stalls, 1),
-    ):
-        if value is not None and value < low:
-            raise ValueError(f"{name} must be at least {low}, not {value}")
-    if auto_compact is not None and not 0 < auto_compact <= 1:
-        raise ValueError(f"auto_compact must be in (0, 1], not {auto_compact}")
-    if not stall_threshold > 0:
-        raise ValueError(f"stall_threshold must be positive, not {stall_threshold}")
-    if max_turns is not None and max_turns < 1:
-        raise ValueError(f"max_turns must be at least 1, not {max_turns}")
-    if max_tool_concurrency < 1:
-        raise ValueError(f"max_tool_concurrency must be at least 1, not {max_tool_concurrency}")
-    if max_result_chars < 1:
-        raise ValueError(f"max_result_chars must be at least 1, not {max_result_chars}")
     send: trio.MemorySendChannel[QueryEvent]
     receive: trio.MemoryReceiveChannel[QueryEvent]
     send, receive = trio.open_memory_channel(0)
@@ -727,37 +638,21 @@ async def query(
         client=client,
         tools=tuple(tools),
         system=system,
-        can_use_tool=can_use_tool,
-        max_tool_concurrency=max_tool_concurrency,
-        tool_timeout=tool_timeout,
+        options=options,
         control=control,
-        params=params,
         send=send,
-        fallback_model=fallback_model,
-        stall_threshold=stall_threshold,
-        max_stalls=max_stalls,
-        tool_input_deltas=tool_input_deltas,
-        max_result_chars=max_result_chars,
     )
+    retry = options.retry
     if retry is None:
         # caller.recoverable is the isinstance() check, done once.
         retry = cast(RecoverableModelClient, client).retry if caller.recoverable else RetryPolicy()
-    loop = _Loop(
-        caller=caller,
-        max_turns=max_turns,
-        fallback_model=fallback_model,
-        stop_hooks=tuple(stop_hooks),
-        compactor=compactor,
-        control=control,
-        send=send,
-        retry=retry,
-        max_stop_hook_blocks=max_stop_hook_blocks,
-        token_budget=token_budget,
-        auto_compact=auto_compact,
-        context_window=context_window,
-    )
+    loop = _Loop(caller=caller, options=options, control=control, send=send, retry=retry)
     state = rec.initial_state(
-        messages, model, max_tokens=max_tokens, output_token_cap=output_token_cap, context=context
+        messages,
+        model,
+        max_tokens=max_tokens,
+        output_token_cap=options.output_token_cap,
+        context=context,
     )
     try:
         async with trio.open_nursery() as nursery:

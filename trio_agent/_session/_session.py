@@ -26,10 +26,8 @@ from .._executor import ToolResult
 from .._loop import (
     BlockFinished,
     Compacted,
-    Compactor,
     PendingApprovals,
     QueryEvent,
-    StopHook,
     Transition,
     TurnControl,
     TurnEnd,
@@ -38,8 +36,9 @@ from .._loop import (
 )
 from .._messages import AssistantMessage, ContentBlock, Message, Usage, UserMessage
 from .._model import ModelClient
-from .._permissions import CanUseTool, PermissionDecision
-from .._tools import Tool, check_timeout
+from .._options import TurnOptions, check_max_tokens
+from .._permissions import PermissionDecision
+from .._tools import Tool, tools_by_name
 from ._transcript import TranscriptWriter, read_transcript, repair_history
 
 __all__ = ["Session", "estimate_cost"]
@@ -72,15 +71,25 @@ def estimate_cost(model: str, usage: Usage) -> float | None:
 
 
 def _tools(value: Sequence[Tool]) -> tuple[Tool, ...]:
-    return tuple(value)
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | tuple | list):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"tools must be a sequence of Tool values, not {value!r:.80}")
+    tools = tuple(value)
+    tools_by_name(tools)
+    return tools
 
 
-def _check_tool_timeout(_inst: Any, _attr: Any, value: float | None) -> None:
-    check_timeout(value, "tool_timeout")
+def _check_options(_inst: Any, _attr: Any, value: object) -> None:
+    if not isinstance(value, TurnOptions):
+        raise TypeError(f"options must be a TurnOptions, not {type(value).__name__}")
 
 
-def _hooks(value: Sequence[StopHook]) -> tuple[StopHook, ...]:
-    return tuple(value)
+def _check_max_tokens(_inst: Any, _attr: Any, value: object) -> None:
+    check_max_tokens(value)
+
+
+def _check_model(_inst: Any, _attr: Any, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"model must be a non-empty str, not {value!r:.80}")
 
 
 @final
@@ -93,57 +102,36 @@ class Session:
         tools: the tools the model may call.
         model: the model name.
         system: the system prompt (a string or a list of blocks).
-        transcript_path: a JSONL file the history is appended to as each message
-            completes (fsynced at the end of each turn); ``None`` for no transcript.
-        can_use_tool: the permission callback (e.g. ``PermissionRules.default()``).
         max_tokens: output tokens per model call; unset, the default that
             ``query`` escalates on ``max_tokens`` (up to the model's output cap).
-        fallback_model: the model to switch to after repeated overload errors.
-        max_turns: model calls per submitted prompt, at most.
-        stop_hooks: run when the model ends an answer; one may make it go on
-            (see :func:`trio_agent.query`).
-        compactor: run once when the prompt is too long.
-        max_tool_concurrency: at most this many tools at once.
-        tool_timeout: seconds a tool without its own ``timeout`` may run; past it
-            the call is answered "timed out after N s" (None: no limit).
-        max_result_chars: the most characters of text a tool result keeps (a tool's
-            own ``max_result_chars`` wins); the rest is cut with a note.
-        params: more Messages API parameters (``temperature``, ``thinking``...).
+        transcript_path: a JSONL file the history is appended to as each message
+            completes (fsynced at the end of each turn); ``None`` for no transcript.
+        options: every other option of each turn (permissions, limits, recovery,
+            timeouts, caps, compaction, budgets, ``extra_body``), a
+            :class:`~trio_agent.TurnOptions`; replace it between turns, e.g.
+            ``session.options = attrs.evolve(session.options, max_turns=5)``.
+        context: the tools' shared context (``ctx.context``); the session keeps
+            what the context modifiers of each turn's non-safe tools make of it.
         messages: the history to start from (see :meth:`resume`).
         pending: the calls of the last message of *messages* that await approval
             (a ``TurnEnd.pending``), when starting from a turn that ended
             ``awaiting_approval``.
-        context: the tools' shared context (``ctx.context``); the session keeps
-            what the context modifiers of each turn's non-safe tools make of it.
-        token_budget: an output-token budget per submitted prompt (see ``query``).
-        output_token_cap: the model's output-token cap (see ``query``).
-        max_stalls: abort and retry a model call after this many stalls.
-        auto_compact: with a *compactor*, compact when a request's input passed this
-            fraction of the context window (see ``query``).
+
+    Raises:
+        TypeError: an unknown keyword; *options* is not a ``TurnOptions``; a tool
+            is not a ``Tool``.
+        ValueError: ``max_tokens`` < 1.
+        ToolDefinitionError: two tools have the same name.
     """
 
     client: ModelClient
     tools: Sequence[Tool] = attrs.field(converter=_tools)
-    model: str = attrs.field(kw_only=True)
+    model: str = attrs.field(kw_only=True, validator=_check_model)
     system: Any = attrs.field(default=None, kw_only=True)
+    max_tokens: int | None = attrs.field(default=None, kw_only=True, validator=_check_max_tokens)
     transcript_path: str | os.PathLike[str] | None = attrs.field(default=None, kw_only=True)
-    can_use_tool: CanUseTool | None = attrs.field(default=None, kw_only=True)
-    max_tokens: int | None = attrs.field(default=None, kw_only=True)
-    fallback_model: str | None = attrs.field(default=None, kw_only=True)
-    max_turns: int | None = attrs.field(default=None, kw_only=True)
-    stop_hooks: Sequence[StopHook] = attrs.field(default=(), kw_only=True, converter=_hooks)
-    compactor: Compactor | None = attrs.field(default=None, kw_only=True)
-    max_tool_concurrency: int = attrs.field(default=10, kw_only=True)
-    tool_timeout: float | None = attrs.field(
-        default=None, kw_only=True, validator=_check_tool_timeout
-    )
-    max_result_chars: int = attrs.field(default=100_000, kw_only=True)
-    params: Mapping[str, Any] = attrs.field(factory=dict[str, Any], kw_only=True)
+    options: TurnOptions = attrs.field(factory=TurnOptions, kw_only=True, validator=_check_options)
     context: Any = attrs.field(default=None, kw_only=True)
-    token_budget: int | None = attrs.field(default=None, kw_only=True)
-    output_token_cap: int | None = attrs.field(default=None, kw_only=True)
-    max_stalls: int | None = attrs.field(default=None, kw_only=True)
-    auto_compact: float | None = attrs.field(default=None, kw_only=True)
     _messages: list[Message] = attrs.field(factory=list[Message], kw_only=True, alias="messages")
     _usage: Usage = attrs.field(factory=Usage, init=False)
     _turn_usage: Usage = attrs.field(factory=Usage, init=False)
@@ -318,13 +306,14 @@ class Session:
         if pending is not None:
             # Checked here, so bad approvals leave the session as it was.
             check_approvals(self._messages, pending, approvals)
+        message = None
+        if prompt is not None:
+            message = UserMessage(prompt if isinstance(prompt, str) else tuple(prompt))
         self._busy = True
         self._turn_usage = Usage()
         self._turn_blocks, self._turn_results, self._turn_ended = [], {}, False
         try:
-            if prompt is not None:
-                self._record(UserMessage(prompt if isinstance(prompt, str) else tuple(prompt)))
-            async with self._turn(pending, approvals) as events:
+            async with self._turn(message, pending, approvals) as events:
                 yield events
         finally:
             self._control = None
@@ -373,35 +362,30 @@ class Session:
     @contextlib.asynccontextmanager
     async def _turn(
         self,
+        prompt: UserMessage | None,
         pending: PendingApprovals | None,
         approvals: Mapping[str, PermissionDecision] | None,
     ) -> AsyncGenerator[trio.abc.ReceiveChannel[QueryEvent]]:
         control = self._control = TurnControl()
+        history = self.messages if prompt is None else (*self.messages, prompt)
         async with query(
             self.client,
-            self.messages,
+            history,
             tools=self.tools,
-            system=self.system,
             model=self.model,
+            system=self.system,
             max_tokens=self.max_tokens,
-            can_use_tool=self.can_use_tool,
-            max_turns=self.max_turns,
-            fallback_model=self.fallback_model,
-            stop_hooks=self.stop_hooks,
-            compactor=self.compactor,
-            max_tool_concurrency=self.max_tool_concurrency,
-            tool_timeout=self.tool_timeout,
+            options=self.options,
             control=control,
             context=self.context,
-            token_budget=self.token_budget,
-            output_token_cap=self.output_token_cap,
-            max_stalls=self.max_stalls,
-            auto_compact=self.auto_compact,
             pending=pending,
             approvals=approvals,
-            max_result_chars=self.max_result_chars,
-            **self.params,
         ) as events:
+            # query() accepted the turn: only now is the prompt part of the history
+            # (and the transcript), so a turn refused at its start leaves no prompt
+            # that nobody answered.
+            if prompt is not None:
+                self._record(prompt)
             yield _Observed(events, self._on_event)
 
     def _on_event(self, event: QueryEvent) -> None:
