@@ -281,7 +281,7 @@ class ModelCaller:
             max_tokens=state.effective_max_tokens,
             system=self.system,
             tools=list(self.tools),
-            **self.options.extra_body,
+            extra_body=self.options.extra_body,
         )
         if self.recoverable:
             request["on_retry"] = self._on_retry(state, attempt)
