@@ -335,9 +335,11 @@ class ToolExecutor(metaclass=NoPublicConstructor):
     def progress(self) -> trio.abc.ReceiveChannel[ToolProgress | ToolFinished]:
         """Progress reports and a :class:`ToolFinished` per call, as they happen.
 
-        A tool reporting progress never waits, and memory stays bounded: of the
-        reports of one call not received yet only the latest is kept (its
-        ``dropped`` counts the ones it replaced). ``aclose()`` discards later items.
+        A tool reporting progress never waits, and memory stays bounded: at most
+        256 reports of one call wait unreceived (``MAX_UNREAD`` in ``_progress.py``);
+        past that a new report replaces the newest unread one, whose ``dropped``
+        counts the ones it replaced, so the latest report always arrives.
+        ``aclose()`` discards later items.
         """
         return self._progress
 

@@ -2,8 +2,8 @@
 
 Tools start at their block's ``content_block_stop``, while the model still streams;
 text and thinking deltas, finished blocks, tool results and progress are sent as
-they come. The call runs in its own *turn scope* (cancelled by
-:meth:`TurnControl.abort` or by a ``Reject``) and its stream in a *stream scope*
+they come. The call runs in its own *call scope* (the executor's turn scope:
+cancelled by :meth:`TurnControl.abort` or by a ``Reject``) and its stream in a *stream scope*
 (cancelled by :meth:`TurnControl.interrupt`); whatever way it ends, the
 :class:`Attempt` says what it produced, and every tool use it added has a result.
 """
@@ -171,16 +171,16 @@ class ModelCaller:
         turn's cancellation."""
         self.calls += 1
         attempt = Attempt(model_call=self.calls, context=state.context)
-        turn_scope = trio.CancelScope()
+        call_scope = trio.CancelScope()
         stream_scope = trio.CancelScope()
         executor: ToolExecutor | None = None
         with (
-            self.control.cancelling(turn_scope),
-            turn_scope,
+            self.control.cancelling(call_scope),
+            call_scope,
             self.control.interrupting() as attach_executor,
         ):
             async with (
-                self._open_executor(turn_scope, self.options, state.context) as executor,
+                self._open_executor(call_scope, self.options, state.context) as executor,
                 trio.open_nursery() as nursery,
             ):
                 attach_executor(executor)
@@ -201,7 +201,7 @@ class ModelCaller:
         assert executor is not None
         attempt.context = executor.context
         attempt.drained = list(executor.drain())
-        attempt.aborted = turn_scope.cancelled_caught
+        attempt.aborted = call_scope.cancelled_caught
         cut = attempt.aborted or stream_scope.cancelled_caught or attempt.error is not None
         if not cut and attempt.result is None:  # pragma: no cover - a client contract breach
             raise RuntimeError("the client's stream ended without a StreamResult")
@@ -223,16 +223,16 @@ class ModelCaller:
             return approvals.get(ctx.tool_use_id, Defer())
 
         attempt = Attempt(model_call=0, context=state.context, phase="tools")
-        turn_scope = trio.CancelScope()
+        call_scope = trio.CancelScope()
         executor: ToolExecutor | None = None
         with (
-            self.control.cancelling(turn_scope),
-            turn_scope,
+            self.control.cancelling(call_scope),
+            call_scope,
             self.control.interrupting() as attach_executor,
         ):
             async with (
                 self._open_executor(
-                    turn_scope, attrs.evolve(self.options, can_use_tool=decide), state.context
+                    call_scope, attrs.evolve(self.options, can_use_tool=decide), state.context
                 ) as executor,
                 trio.open_nursery() as nursery,
             ):
@@ -244,7 +244,7 @@ class ModelCaller:
         assert executor is not None
         attempt.context = executor.context
         attempt.drained = list(executor.drain())
-        attempt.aborted = turn_scope.cancelled_caught
+        attempt.aborted = call_scope.cancelled_caught
         return attempt
 
     def _open_executor(
