@@ -68,8 +68,8 @@ def summarizing_compactor(
     Example::
 
         compactor = summarizing_compactor(client, model="claude-haiku-4-5")
-        async with query(client, history, tools=tools, model=m, compactor=compactor,
-                         auto_compact=0.8) as events:
+        options = TurnOptions(compactor=compactor, auto_compact=0.8)
+        async with query(client, history, tools=tools, model=m, options=options) as events:
             ...
 
     The summary call streams without tools; its failure (an API error, or an empty

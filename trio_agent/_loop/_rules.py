@@ -36,8 +36,8 @@ Example::
         deny=["Bash(rm *)", "Write(/etc/*)"],
         ask_callback=prompt_user,
     )
-    async with trio_agent.query(client, messages, tools=tools, model=model,
-                                max_tokens=8192, can_use_tool=rules) as events:
+    async with trio_agent.query(client, messages, tools=tools, model=model, max_tokens=8192,
+                                options=trio_agent.TurnOptions(can_use_tool=rules)) as events:
         ...
 """
 
