@@ -5,7 +5,7 @@ compactor surfaces the original PromptTooLongError with its error attached."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
@@ -30,12 +30,10 @@ from trio_agent import (
     ToolUseBlock,
     Transition,
     TransitionReason,
-    TurnEnd,
     TurnEndReason,
     TurnOptions,
     Usage,
     UserMessage,
-    query,
     summarizing_compactor,
 )
 from trio_agent._loop._compact import SUMMARY_PREFIX, SUMMARY_PROMPT, split_for_compaction
@@ -78,35 +76,38 @@ def read_tool() -> Tool:
     return Tool("Read", "Read.", {"type": "object"}, read, concurrency_safe=True)
 
 
-async def turn(
-    scripted: ScriptedModel,
-    messages: Any = HISTORY,
-    options: TurnOptions = TurnOptions(),
-    **kw: Any,
-) -> list[Any]:
-    client = scripted.client()
-    async with query(
-        client,
-        messages,
-        tools=[read_tool()],
-        model="claude-sonnet-4-5",
-        max_tokens=100,
-        options=attrs.evolve(
-            options,
-            compactor=summarizing_compactor(client, model="claude-haiku-4-5", keep_last=2),
-        ),
-        **kw,
-    ) as stream:
-        events = [e async for e in stream]
-    end = events[-1]
-    assert isinstance(end, TurnEnd)
-    check_history(end.messages, strict=True)
-    return events
+@pytest.fixture(scope="module")
+def compacting_turn(turn: Any) -> Callable[..., Awaitable[list[Any]]]:
+    """``await compacting_turn(scripted, messages=HISTORY, options=None)``: the
+    events of a turn with the Read tool and the built-in compactor (on the same
+    scripted client, summarising with claude-haiku-4-5), over ``turn``."""
+
+    async def compacting_turn(
+        scripted: ScriptedModel,
+        messages: Any = HISTORY,
+        options: TurnOptions | None = None,
+        **kw: Any,
+    ) -> list[Any]:
+        client = scripted.client()
+        compactor = summarizing_compactor(client, model="claude-haiku-4-5", keep_last=2)
+        events, _ = await turn(
+            client,
+            messages,
+            tools=[read_tool()],
+            model="claude-sonnet-4-5",
+            options=attrs.evolve(options or TurnOptions(), compactor=compactor),
+            **kw,
+        )
+        return events
+
+    return compacting_turn
 
 
-async def test_prompt_too_long_is_summarised_by_the_model(autojump_clock: Any) -> None:
+async def test_prompt_too_long_is_summarised_by_the_model(
+    autojump_clock: Any, compacting_turn: Any
+) -> None:
     scripted = ScriptedModel([TOO_LONG, SUMMARY, DONE])
-    events = await turn(scripted)
+    events = await compacting_turn(scripted)
     end = events[-1]
     assert end.reason is TurnEndReason.COMPLETED
     assert [e.reason for e in events if isinstance(e, Transition)] == [
@@ -131,11 +132,13 @@ async def test_prompt_too_long_is_summarised_by_the_model(autojump_clock: Any) -
     assert end.messages == (*compacted.messages, end.messages[-1])
 
 
-async def test_a_failing_compactor_surfaces_the_original_error(autojump_clock: Any) -> None:
+async def test_a_failing_compactor_surfaces_the_original_error(
+    autojump_clock: Any, compacting_turn: Any
+) -> None:
     scripted = ScriptedModel(
         [TOO_LONG, HTTPErrorAnswer(status=500, headers={"x-should-retry": "false"})]
     )
-    events = await turn(scripted)
+    events = await compacting_turn(scripted)
     end = events[-1]
     assert end.reason is TurnEndReason.ERROR
     assert isinstance(end.error, PromptTooLongError)
@@ -144,22 +147,24 @@ async def test_a_failing_compactor_surfaces_the_original_error(autojump_clock: A
     assert len(scripted.requests) == 2
 
 
-async def test_nothing_to_compact_is_a_compaction_error(autojump_clock: Any) -> None:
+async def test_nothing_to_compact_is_a_compaction_error(
+    autojump_clock: Any, compacting_turn: Any
+) -> None:
     scripted = ScriptedModel([TOO_LONG])
-    events = await turn(scripted, messages=[UserMessage("A prompt far too long.")])
+    events = await compacting_turn(scripted, messages=[UserMessage("A prompt far too long.")])
     end = events[-1]
     assert isinstance(end.error, PromptTooLongError)
     assert isinstance(end.error.__cause__, CompactionError)
     assert len(scripted.requests) == 1
 
 
-async def test_auto_compact_past_the_threshold(autojump_clock: Any) -> None:
+async def test_auto_compact_past_the_threshold(autojump_clock: Any, compacting_turn: Any) -> None:
     heavy = ScriptedAnswer(
         blocks=[ToolUseBlock("r4", "Read", {})],
         usage=Usage(input_tokens=150_000, output_tokens=10, cache_read_input_tokens=20_000),
     )
     scripted = ScriptedModel([heavy, SUMMARY, DONE])
-    events = await turn(scripted, options=TurnOptions(auto_compact=0.8))
+    events = await compacting_turn(scripted, options=TurnOptions(auto_compact=0.8))
     end = events[-1]
     assert end.reason is TurnEndReason.COMPLETED
     # 170k of 200k > 80%: compacted before the next call, which says why
@@ -175,23 +180,23 @@ async def test_auto_compact_past_the_threshold(autojump_clock: Any) -> None:
     assert scripted.requests[2].body["messages"][0]["content"].startswith(SUMMARY_PREFIX)
 
 
-async def test_under_the_threshold_no_compaction(autojump_clock: Any) -> None:
+async def test_under_the_threshold_no_compaction(autojump_clock: Any, compacting_turn: Any) -> None:
     light = ScriptedAnswer(
         blocks=[ToolUseBlock("r4", "Read", {})], usage=Usage(input_tokens=1000, output_tokens=5)
     )
     scripted = ScriptedModel([light, DONE])
-    events = await turn(scripted, options=TurnOptions(auto_compact=0.8))
+    events = await compacting_turn(scripted, options=TurnOptions(auto_compact=0.8))
     assert not [e for e in events if isinstance(e, Compacted)]
     assert len(scripted.requests) == 2
 
 
-async def test_a_failing_auto_compaction_goes_on(autojump_clock: Any) -> None:
+async def test_a_failing_auto_compaction_goes_on(autojump_clock: Any, compacting_turn: Any) -> None:
     heavy = ScriptedAnswer(
         blocks=[ToolUseBlock("r4", "Read", {})], usage=Usage(input_tokens=190_000)
     )
     failing = HTTPErrorAnswer(status=500, headers={"x-should-retry": "false"})
     scripted = ScriptedModel([heavy, failing, DONE])
-    events = await turn(scripted, options=TurnOptions(auto_compact=0.8))
+    events = await compacting_turn(scripted, options=TurnOptions(auto_compact=0.8))
     assert events[-1].reason is TurnEndReason.COMPLETED
     assert [e.reason for e in events if isinstance(e, Transition)] == [TransitionReason.NEXT_TURN]
 
@@ -203,7 +208,9 @@ def heavy_call(n: int) -> ScriptedAnswer:
     )
 
 
-async def test_auto_compaction_stops_after_three_failures_in_a_row(autojump_clock: Any) -> None:
+async def test_auto_compaction_stops_after_three_failures_in_a_row(
+    autojump_clock: Any, compacting_turn: Any
+) -> None:
     # Claude Code's circuit breaker: the summary call fails 3 times, then the turn
     # stops asking for summaries although every answer stays past the threshold.
     failing = HTTPErrorAnswer(status=500, headers={"x-should-retry": "false"})
@@ -212,7 +219,7 @@ async def test_auto_compaction_stops_after_three_failures_in_a_row(autojump_cloc
         answers += [heavy_call(n), failing]
     answers += [heavy_call(n) for n in range(3, 6)]
     scripted = ScriptedModel([*answers, DONE])
-    events = await turn(scripted, options=TurnOptions(auto_compact=0.8))
+    events = await compacting_turn(scripted, options=TurnOptions(auto_compact=0.8))
     assert events[-1].reason is TurnEndReason.COMPLETED
     summary_calls = [r for r in scripted.requests if r.body["model"] == "claude-haiku-4-5"]
     assert len(summary_calls) == MAX_CONSECUTIVE_COMPACT_FAILURES == 3
@@ -238,7 +245,7 @@ def expected_compactor_calls(outcomes: list[bool], opportunities: int) -> int:
 @given(outcomes=st.lists(st.booleans(), min_size=8, max_size=8), heavy=st.integers(0, 8))
 @example(outcomes=[False] * 8, heavy=8)
 @example(outcomes=[False, False, True, False, False, False, True, True], heavy=8)
-def test_the_breaker_counts_failures_in_a_row(outcomes: list[bool], heavy: int) -> None:
+def test_the_breaker_counts_failures_in_a_row(outcomes: list[bool], heavy: int, turn: Any) -> None:
     calls: list[int] = []
 
     async def compactor(messages: tuple[Message, ...]) -> list[Message]:
@@ -247,26 +254,26 @@ def test_the_breaker_counts_failures_in_a_row(outcomes: list[bool], heavy: int) 
             raise CompactionError(f"failure {len(calls)}")
         return list(messages)  # a success that keeps the history
 
-    async def main() -> list[Any]:
-        async with query(
+    scripted = ScriptedModel([*(heavy_call(n) for n in range(heavy)), DONE])
+    events, _ = trio.run(
+        lambda: turn(
             scripted.client(),
             HISTORY,
             tools=[read_tool()],
             model="claude-sonnet-4-5",
-            max_tokens=100,
             options=TurnOptions(compactor=compactor, auto_compact=0.8),
-        ) as stream:
-            return [e async for e in stream]
-
-    scripted = ScriptedModel([*(heavy_call(n) for n in range(heavy)), DONE])
-    events = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        ),
+        clock=trio.testing.MockClock(autojump_threshold=0),
+    )
     assert events[-1].reason is TurnEndReason.COMPLETED
     assert len(scripted.requests) == heavy + 1
     assert len(calls) == expected_compactor_calls(outcomes, heavy)
     assert len([e for e in events if isinstance(e, Compacted)]) == sum(outcomes[: len(calls)])
 
 
-async def test_the_breaker_leaves_the_reactive_compaction_alone(autojump_clock: Any) -> None:
+async def test_the_breaker_leaves_the_reactive_compaction_alone(
+    autojump_clock: Any, compacting_turn: Any
+) -> None:
     # After the breaker tripped, a prompt-too-long still asks the compactor once,
     # and its failure is attached to the original error, as before.
     failing = HTTPErrorAnswer(status=500, headers={"x-should-retry": "false"})
@@ -274,7 +281,7 @@ async def test_the_breaker_leaves_the_reactive_compaction_alone(autojump_clock: 
     for n in range(MAX_CONSECUTIVE_COMPACT_FAILURES):
         answers += [heavy_call(n), failing]
     scripted = ScriptedModel([*answers, TOO_LONG, failing])
-    events = await turn(scripted, options=TurnOptions(auto_compact=0.8))
+    events = await compacting_turn(scripted, options=TurnOptions(auto_compact=0.8))
     end = events[-1]
     assert end.reason is TurnEndReason.ERROR
     assert isinstance(end.error, PromptTooLongError)

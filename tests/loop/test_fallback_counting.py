@@ -23,11 +23,9 @@ from trio_agent import (
     ToolUseBlock,
     Transition,
     TransitionReason,
-    TurnEnd,
     TurnEndReason,
     TurnOptions,
     UserMessage,
-    query,
 )
 from trio_agent.testing import (
     Faults,
@@ -47,27 +45,8 @@ POLICIES = {
     "default": RetryPolicy(jitter=(1.0, 1.0)),
     "claude_code": RetryPolicy.claude_code(jitter=(1.0, 1.0)),
 }
-
-
-async def turn(
-    model: ScriptedModel, policy: RetryPolicy, messages: Any = None, **kw: Any
-) -> tuple[list[Any], TurnEnd]:
-    events: list[Any] = []
-    async with query(
-        model.client(retry=policy),
-        messages or [UserMessage("go")],
-        tools=[],
-        model="big",
-        max_tokens=100,
-        options=TurnOptions(fallback_model="small"),
-        **kw,
-    ) as stream:
-        async for event in stream:
-            events.append(event)
-    end = events[-1]
-    assert isinstance(end, TurnEnd)
-    check_history(end.messages, strict=True)
-    return events, end
+#: The primary is "big"; the turns of this module fall back to "small".
+FALLBACK = TurnOptions(fallback_model="small")
 
 
 def models_asked(model: ScriptedModel) -> list[str]:
@@ -76,10 +55,10 @@ def models_asked(model: ScriptedModel) -> list[str]:
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 async def test_three_529_from_the_primary_then_the_fallback(
-    autojump_clock: Any, policy: str
+    autojump_clock: Any, policy: str, turn: Any
 ) -> None:
     model = ScriptedModel([OVERLOADED] * 3 + [OK] + [OVERLOADED] * 20)
-    events, end = await turn(model, POLICIES[policy])
+    events, end = await turn(model.client(retry=POLICIES[policy]), model="big", options=FALLBACK)
     assert end.reason is TurnEndReason.COMPLETED
     # exactly 3 requests to the primary (not 9, not 33), then one to the fallback
     assert models_asked(model) == ["big", "big", "big", "small"]
@@ -93,28 +72,23 @@ async def test_three_529_from_the_primary_then_the_fallback(
     assert not [e for e in events if isinstance(e, AttemptDiscarded)]
 
 
-async def test_without_a_fallback_the_client_policy_decides(autojump_clock: Any) -> None:
+async def test_without_a_fallback_the_client_policy_decides(autojump_clock: Any, turn: Any) -> None:
     model = ScriptedModel([OVERLOADED] * 3 + [OK])
-    async with query(
-        model.client(retry=POLICIES["claude_code"]),
-        [UserMessage("go")],
-        tools=[],
-        model="big",
-        max_tokens=100,
-    ) as stream:
-        events = [e async for e in stream]
-    assert events[-1].reason is TurnEndReason.COMPLETED
+    _, end = await turn(model.client(retry=POLICIES["claude_code"]), model="big")
+    assert end.reason is TurnEndReason.COMPLETED
     assert models_asked(model) == ["big"] * 4  # the client's 4th attempt succeeded
 
 
-async def test_an_in_stream_overloaded_error_counts_and_is_tombstoned(autojump_clock: Any) -> None:
+async def test_an_in_stream_overloaded_error_counts_and_is_tombstoned(
+    autojump_clock: Any, turn: Any
+) -> None:
     broken = ScriptedAnswer(
         blocks=[TextBlock("Half an answer that will be dropped.")],
         timing=Timing(token_delay=0.1),
         faults=Faults(error_event_after=3, error_type="overloaded_error"),
     )
     model = ScriptedModel([OVERLOADED, OVERLOADED, broken, OK])
-    events, end = await turn(model, POLICIES["default"])
+    events, end = await turn(model.client(retry=POLICIES["default"]), model="big", options=FALLBACK)
     assert end.reason is TurnEndReason.COMPLETED
     # 2 x 529 retried by the client, then the in-stream error: the third in a row
     assert models_asked(model) == ["big", "big", "big", "small"]
@@ -126,22 +100,24 @@ async def test_an_in_stream_overloaded_error_counts_and_is_tombstoned(autojump_c
     ]
 
 
-async def test_another_error_breaks_the_streak(autojump_clock: Any) -> None:
+async def test_another_error_breaks_the_streak(autojump_clock: Any, turn: Any) -> None:
     model = ScriptedModel([OVERLOADED, OVERLOADED, SERVER_ERROR, OVERLOADED, OVERLOADED, OK])
-    _, end = await turn(model, POLICIES["claude_code"])
+    _, end = await turn(model.client(retry=POLICIES["claude_code"]), model="big", options=FALLBACK)
     assert end.reason is TurnEndReason.COMPLETED
     assert models_asked(model) == ["big"] * 6
 
 
-async def test_overloaded_on_the_fallback_ends_the_turn(autojump_clock: Any) -> None:
+async def test_overloaded_on_the_fallback_ends_the_turn(autojump_clock: Any, turn: Any) -> None:
     model = ScriptedModel([OVERLOADED] * 30)
-    _, end = await turn(model, POLICIES["default"])
+    _, end = await turn(model.client(retry=POLICIES["default"]), model="big", options=FALLBACK)
     assert end.reason is TurnEndReason.ERROR
     # 3 on the primary, then the fallback's own streak of 3 (the client's attempts)
     assert models_asked(model) == ["big"] * 3 + ["small"] * 3
 
 
-async def test_thinking_signatures_are_left_out_for_the_fallback(autojump_clock: Any) -> None:
+async def test_thinking_signatures_are_left_out_for_the_fallback(
+    autojump_clock: Any, turn: Any
+) -> None:
     signed = AssistantMessage(
         id="msg_1",
         model="big",
@@ -158,7 +134,9 @@ async def test_thinking_signatures_are_left_out_for_the_fallback(autojump_clock:
         UserMessage([ToolResultBlock("r1", "the file")]),
     ]
     model = ScriptedModel([OVERLOADED] * 3 + [OK])
-    _, end = await turn(model, POLICIES["never"], messages=history)
+    _, end = await turn(
+        model.client(retry=POLICIES["never"]), history, model="big", options=FALLBACK
+    )
     assert end.reason is TurnEndReason.COMPLETED
     sent = [r.body["messages"][1]["content"] for r in model.requests]
     assert [b["type"] for b in sent[0]] == ["thinking", "text", "tool_use"]
