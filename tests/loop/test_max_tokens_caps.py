@@ -17,11 +17,9 @@ from trio_agent import (
     TextBlock,
     Transition,
     TransitionReason,
-    TurnEnd,
     TurnEndReason,
     TurnOptions,
     UserMessage,
-    query,
 )
 from trio_agent._loop._recovery import (
     CONTINUE_PROMPT,
@@ -30,7 +28,7 @@ from trio_agent._loop._recovery import (
     MODEL_OUTPUT_CAPS,
     model_output_cap,
 )
-from trio_agent.testing import ScriptedAnswer, ScriptedModel, check_history, run_virtual
+from trio_agent.testing import ScriptedAnswer, ScriptedModel, run_virtual
 
 
 def cut(text: str, reason: str = "max_tokens") -> ScriptedAnswer:
@@ -38,15 +36,7 @@ def cut(text: str, reason: str = "max_tokens") -> ScriptedAnswer:
 
 
 DONE = ScriptedAnswer(blocks=[TextBlock("the end")])
-
-
-async def turn(scripted: ScriptedModel, **kw: Any) -> tuple[list[Any], TurnEnd]:
-    async with query(scripted.client(), [UserMessage("write")], tools=[], **kw) as stream:
-        events = [e async for e in stream]
-    end = events[-1]
-    assert isinstance(end, TurnEnd)
-    check_history(end.messages, strict=True)
-    return events, end
+WRITE = [UserMessage("write")]
 
 
 def sent_max_tokens(model: ScriptedModel) -> list[int]:
@@ -68,10 +58,10 @@ def reasons(events: list[Any]) -> list[TransitionReason]:
     ],
 )
 async def test_the_default_escalates_up_to_the_models_cap(
-    autojump_clock: Any, name: str, first: int, escalated: int | None
+    autojump_clock: Any, name: str, first: int, escalated: int | None, turn: Any
 ) -> None:
     model = ScriptedModel([cut("cut sho"), DONE, DONE])
-    events, end = await turn(model, model=name)
+    events, end = await turn(model.client(), WRITE, model=name, max_tokens=None)
     assert end.reason is TurnEndReason.COMPLETED
     if escalated is None:
         assert reasons(events) == [TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY]
@@ -90,18 +80,24 @@ async def test_the_default_escalates_up_to_the_models_cap(
         assert [m.text for m in end.messages if isinstance(m, AssistantMessage)] == ["the end"]
 
 
-async def test_an_explicit_max_tokens_goes_straight_to_continuation(autojump_clock: Any) -> None:
+async def test_an_explicit_max_tokens_goes_straight_to_continuation(
+    autojump_clock: Any, turn: Any
+) -> None:
     model = ScriptedModel([cut("a"), cut("b"), DONE])
-    events, end = await turn(model, model="claude-sonnet-4-5", max_tokens=1000)
+    events, end = await turn(model.client(), WRITE, model="claude-sonnet-4-5", max_tokens=1000)
     assert reasons(events) == [TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY] * 2
     assert sent_max_tokens(model) == [1000, 1000, 1000]
     assert end.reason is TurnEndReason.COMPLETED
 
 
-async def test_the_cap_override_wins(autojump_clock: Any) -> None:
+async def test_the_cap_override_wins(autojump_clock: Any, turn: Any) -> None:
     model = ScriptedModel([cut("a"), DONE])
     events, _ = await turn(
-        model, model="some-other-model", options=TurnOptions(output_token_cap=20_000)
+        model.client(),
+        WRITE,
+        model="some-other-model",
+        max_tokens=None,
+        options=TurnOptions(output_token_cap=20_000),
     )
     assert reasons(events) == [TransitionReason.MAX_OUTPUT_TOKENS_ESCALATE]
     assert sent_max_tokens(model) == [8192, 20_000]
@@ -119,10 +115,12 @@ async def test_the_session_default_escalates(autojump_clock: Any) -> None:
 
 @pytest.mark.parametrize("max_tokens", [None, 500])
 async def test_context_window_exceeded_continues(
-    autojump_clock: Any, max_tokens: int | None
+    autojump_clock: Any, max_tokens: int | None, turn: Any
 ) -> None:
     model = ScriptedModel([cut("long answer, cut", "model_context_window_exceeded"), DONE])
-    events, end = await turn(model, model="claude-sonnet-4-5", max_tokens=max_tokens)
+    events, end = await turn(
+        model.client(), WRITE, model="claude-sonnet-4-5", max_tokens=max_tokens
+    )
     # never reported as completed with the cut answer: it is continued (no escalation,
     # which would not help)
     assert reasons(events) == [TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY]
@@ -133,9 +131,11 @@ async def test_context_window_exceeded_continues(
     assert end.messages[-1].text == "the end"  # type: ignore[union-attr]
 
 
-async def test_context_window_exceeded_every_time_is_an_error(autojump_clock: Any) -> None:
+async def test_context_window_exceeded_every_time_is_an_error(
+    autojump_clock: Any, turn: Any
+) -> None:
     model = ScriptedModel([cut(f"p{i}", "model_context_window_exceeded") for i in range(4)])
-    _, end = await turn(model, model="m", max_tokens=100)
+    _, end = await turn(model.client(), WRITE, model="m", max_tokens=100)
     assert end.reason is TurnEndReason.ERROR
     assert len(model.requests) == 4
 
@@ -153,7 +153,7 @@ async def test_context_window_exceeded_every_time_is_an_error(autojump_clock: An
     cuts=st.integers(0, 5),
 )
 def test_max_tokens_never_passes_the_cap(
-    name: str, max_tokens: int | None, override: int | None, cuts: int
+    name: str, max_tokens: int | None, override: int | None, cuts: int, turn: Any
 ) -> None:
     """Whatever the model, caller value and override: the first request carries the
     caller's value (or the capped default); a later one differs only after a default,
@@ -162,7 +162,11 @@ def test_max_tokens_never_passes_the_cap(
 
     async def main() -> None:
         await turn(
-            model, model=name, max_tokens=max_tokens, options=TurnOptions(output_token_cap=override)
+            model.client(),
+            WRITE,
+            model=name,
+            max_tokens=max_tokens,
+            options=TurnOptions(output_token_cap=override),
         )
 
     run_virtual(main)

@@ -16,15 +16,15 @@ from trio_agent import (
     TextBlock,
     TextDelta,
     TransitionReason,
-    TurnEnd,
     TurnEndReason,
     TurnOptions,
-    UserMessage,
     query,
 )
-from trio_agent.testing import Faults, ScriptedAnswer, ScriptedModel, Timing, check_history
+from trio_agent.testing import Faults, ScriptedAnswer, ScriptedModel, Timing
 
 TEXT = "A fairly long answer that streams in many small pieces."
+#: One retry, after exactly 0.5 s.
+RETRY = RetryPolicy(max_retries=1, jitter=(1.0, 1.0))
 
 
 def stalling(before_event: int, seconds: float) -> ScriptedAnswer:
@@ -35,28 +35,14 @@ def stalling(before_event: int, seconds: float) -> ScriptedAnswer:
     )
 
 
-async def turn(scripted: ScriptedModel, **kw: Any) -> tuple[list[Any], TurnEnd]:
-    async with query(
-        scripted.client(retry=RetryPolicy(max_retries=1, jitter=(1.0, 1.0))),
-        [UserMessage("go")],
-        tools=[],
-        model="m",
-        max_tokens=100,
-        **kw,
-    ) as stream:
-        events = [e async for e in stream]
-    end = events[-1]
-    assert isinstance(end, TurnEnd)
-    check_history(end.messages, strict=True)
-    return events, end
-
-
 async def test_each_stall_is_an_event_and_a_log_line(
-    autojump_clock: Any, caplog: pytest.LogCaptureFixture
+    autojump_clock: Any, caplog: pytest.LogCaptureFixture, turn: Any
 ) -> None:
     scripted = ScriptedModel([stalling(4, 45.0)])
     with caplog.at_level(logging.WARNING, logger="trio_agent.loop"):
-        events, end = await turn(scripted, options=TurnOptions(stall_threshold=30.0))
+        events, end = await turn(
+            scripted.client(retry=RETRY), options=TurnOptions(stall_threshold=30.0)
+        )
     assert end.reason is TurnEndReason.COMPLETED
     (stall,) = [e for e in events if isinstance(e, Stall)]
     assert stall.duration == pytest.approx(45.1)  # the stall plus one token delay
@@ -67,15 +53,17 @@ async def test_each_stall_is_an_event_and_a_log_line(
     assert "45.1s" in record.getMessage()
 
 
-async def test_gaps_under_the_threshold_are_not_stalls(autojump_clock: Any) -> None:
+async def test_gaps_under_the_threshold_are_not_stalls(autojump_clock: Any, turn: Any) -> None:
     scripted = ScriptedModel([stalling(4, 20.0)])
-    events, _ = await turn(scripted, options=TurnOptions(stall_threshold=30.0))
+    events, _ = await turn(scripted.client(retry=RETRY), options=TurnOptions(stall_threshold=30.0))
     assert not [e for e in events if isinstance(e, Stall)]
 
 
-async def test_max_stalls_aborts_and_retries(autojump_clock: Any) -> None:
+async def test_max_stalls_aborts_and_retries(autojump_clock: Any, turn: Any) -> None:
     scripted = ScriptedModel([stalling(4, 45.0), ScriptedAnswer(blocks=[TextBlock("Quick.")])])
-    events, end = await turn(scripted, options=TurnOptions(stall_threshold=30.0, max_stalls=1))
+    events, end = await turn(
+        scripted.client(retry=RETRY), options=TurnOptions(stall_threshold=30.0, max_stalls=1)
+    )
     assert end.reason is TurnEndReason.COMPLETED
     (tombstone,) = [e for e in events if isinstance(e, AttemptDiscarded)]
     assert isinstance(tombstone.error, StreamStalledError)
@@ -100,7 +88,8 @@ async def test_max_stalls_aborts_and_retries(autojump_clock: Any) -> None:
 )
 async def test_bad_options_are_refused(option: str, value: float) -> None:
     scripted = ScriptedModel([])
-    with pytest.raises(ValueError, match=option):
+
+    async def start() -> None:
         if option == "max_tokens":
             async with query(scripted.client(), [], tools=[], model="m", max_tokens=int(value)):
                 pass  # pragma: no cover
@@ -109,4 +98,7 @@ async def test_bad_options_are_refused(option: str, value: float) -> None:
                 scripted.client(), [], tools=[], model="m", options=TurnOptions(**{option: value})
             ):
                 pass  # pragma: no cover
+
+    with pytest.raises(ValueError, match=option):
+        await start()
     assert scripted.requests == []

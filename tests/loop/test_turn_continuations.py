@@ -21,8 +21,6 @@ from trio_agent import (
     TurnEndReason,
     TurnOptions,
     Usage,
-    UserMessage,
-    query,
 )
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, check_history, run_virtual
 
@@ -33,17 +31,6 @@ def answer(text: str, output_tokens: int = 10) -> ScriptedAnswer:
     )
 
 
-async def turn(scripted: ScriptedModel, **kw: Any) -> tuple[list[Any], TurnEnd]:
-    async with query(
-        scripted.client(), [UserMessage("go")], tools=[], model="m", max_tokens=100, **kw
-    ) as stream:
-        events = [e async for e in stream]
-    end = events[-1]
-    assert isinstance(end, TurnEnd)
-    check_history(end.messages, strict=True)
-    return events, end
-
-
 def reasons(events: list[Any]) -> list[TransitionReason]:
     return [e.reason for e in events if isinstance(e, Transition)]
 
@@ -51,7 +38,7 @@ def reasons(events: list[Any]) -> list[TransitionReason]:
 # -- item 7: stop hooks -------------------------------------------------------------------
 
 
-async def test_stop_hooks_see_stop_hook_active(autojump_clock: Any) -> None:
+async def test_stop_hooks_see_stop_hook_active(autojump_clock: Any, turn: Any) -> None:
     seen: list[bool] = []
 
     async def hook(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
@@ -59,7 +46,7 @@ async def test_stop_hooks_see_stop_hook_active(autojump_clock: Any) -> None:
         return StopHookResult(block=not stop_hook_active, message="Check your work.")
 
     scripted = ScriptedModel([answer("Done."), answer("Checked. Done.")])
-    events, end = await turn(scripted, options=TurnOptions(stop_hooks=[hook]))
+    events, end = await turn(scripted.client(), options=TurnOptions(stop_hooks=[hook]))
     assert seen == [False, True]
     assert reasons(events) == [TransitionReason.STOP_HOOK_BLOCKING]
     assert end.reason is TurnEndReason.COMPLETED
@@ -67,7 +54,9 @@ async def test_stop_hooks_see_stop_hook_active(autojump_clock: Any) -> None:
 
 
 @pytest.mark.parametrize("limit", [0, 1, 3])
-async def test_hooks_that_keep_blocking_end_the_turn(autojump_clock: Any, limit: int) -> None:
+async def test_hooks_that_keep_blocking_end_the_turn(
+    autojump_clock: Any, limit: int, turn: Any
+) -> None:
     calls: list[bool] = []
 
     async def stubborn(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
@@ -76,7 +65,7 @@ async def test_hooks_that_keep_blocking_end_the_turn(autojump_clock: Any, limit:
 
     scripted = ScriptedModel([answer(f"Done {i}.") for i in range(limit + 5)])
     events, end = await turn(
-        scripted, options=TurnOptions(stop_hooks=[stubborn], max_stop_hook_blocks=limit)
+        scripted.client(), options=TurnOptions(stop_hooks=[stubborn], max_stop_hook_blocks=limit)
     )
     # bounded model calls: the first answer plus one per allowed block
     assert len(scripted.requests) == limit + 1
@@ -88,12 +77,12 @@ async def test_hooks_that_keep_blocking_end_the_turn(autojump_clock: Any, limit:
     assert end.messages[-1].text == f"Done {limit}."  # type: ignore[union-attr]
 
 
-async def test_the_default_guard_holds_without_max_turns(autojump_clock: Any) -> None:
+async def test_the_default_guard_holds_without_max_turns(autojump_clock: Any, turn: Any) -> None:
     async def stubborn(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         return StopHookResult(block=True)
 
     scripted = ScriptedModel([answer(f"Done {i}.") for i in range(50)])
-    _, end = await turn(scripted, options=TurnOptions(stop_hooks=[stubborn]))
+    _, end = await turn(scripted.client(), options=TurnOptions(stop_hooks=[stubborn]))
     assert end.reason is TurnEndReason.STOP_HOOK_LIMIT
     assert len(scripted.requests) == 9  # DEFAULT_MAX_STOP_HOOK_BLOCKS + 1
 
@@ -101,9 +90,9 @@ async def test_the_default_guard_holds_without_max_turns(autojump_clock: Any) ->
 # -- item 8: token budget -------------------------------------------------------------------
 
 
-async def test_under_budget_the_turn_continues(autojump_clock: Any) -> None:
+async def test_under_budget_the_turn_continues(autojump_clock: Any, turn: Any) -> None:
     scripted = ScriptedModel([answer("Part one.", 300), answer("Part two.", 700)])
-    events, end = await turn(scripted, options=TurnOptions(token_budget=1000))
+    events, end = await turn(scripted.client(), options=TurnOptions(token_budget=1000))
     assert reasons(events) == [TransitionReason.TOKEN_BUDGET_CONTINUATION]
     assert end.reason is TurnEndReason.COMPLETED
     assert len(scripted.requests) == 2
@@ -113,9 +102,9 @@ async def test_under_budget_the_turn_continues(autojump_clock: Any) -> None:
     assert end.usage.output_tokens == 1000
 
 
-async def test_diminishing_returns_end_the_budget(autojump_clock: Any) -> None:
+async def test_diminishing_returns_end_the_budget(autojump_clock: Any, turn: Any) -> None:
     scripted = ScriptedModel([answer(f"Bit {i}.", 20) for i in range(10)])
-    events, end = await turn(scripted, options=TurnOptions(token_budget=100_000))
+    events, end = await turn(scripted.client(), options=TurnOptions(token_budget=100_000))
     assert reasons(events) == [TransitionReason.TOKEN_BUDGET_CONTINUATION] * 3
     assert len(scripted.requests) == 4
     assert end.reason is TurnEndReason.COMPLETED
@@ -137,13 +126,13 @@ async def test_the_session_takes_a_budget(autojump_clock: Any) -> None:
     outputs=st.lists(st.integers(1, 2000), min_size=1, max_size=8),
 )
 def test_the_budget_stops_at_90_percent_or_when_the_script_ends(
-    budget: int, outputs: list[int]
+    budget: int, outputs: list[int], turn: Any
 ) -> None:
     scripted = ScriptedModel([answer(f"p{i}", n) for i, n in enumerate(outputs)])
     ends: list[TurnEnd] = []
 
     async def main() -> None:
-        ends.append((await turn(scripted, options=TurnOptions(token_budget=budget)))[1])
+        ends.append((await turn(scripted.client(), options=TurnOptions(token_budget=budget)))[1])
 
     run_virtual(main)
     (end,) = ends
