@@ -10,45 +10,26 @@ import platform
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
-import attrs
-
+from ._config import Benchmark, Config
 from ._guard import BENCHMARK_TIMEOUT, QUICK_BENCHMARK_TIMEOUT, watchdog
-from ._markdown import source_state, write_markdown
-from ._report import Series, Timeline, text_table, to_json, to_svg
-from ._verify import DEFAULT_REFERENCE
+from ._markdown import from_json, source_state, write_markdown
+from ._report import Series, text_table, to_json, to_svg
+from ._verify import DEFAULT_REFERENCE, verify
+
+# The registry (every benchmark module) and the child processes' modules are imported
+# where they are used: `serve` and the children import only what they run, so a
+# child's peak RSS (a figure of `scale` and `scale_10k`) holds nothing else.
 
 
-@attrs.define
-class Config:
-    """What every benchmark is given.
+def _registry() -> Mapping[str, Benchmark]:
+    from ._registry import BY_NAME
 
-    Attributes:
-        quick: smaller N, fewer repeats, scenarios scaled down in time.
-        repeat: repeats per contestant (the samples of each row).
-        timelines: runs to draw in the SVG; benchmarks append to it.
-    """
-
-    quick: bool
-    repeat: int
-    timelines: list[Timeline] = attrs.field(factory=list[Timeline])
-    resources: dict[str, Any] = attrs.field(factory=dict[str, Any])
-
-
-@attrs.frozen
-class Benchmark:
-    name: str
-    description: str
-    run: Callable[[Config], list[Series]]
-
-
-def _registry() -> list[Benchmark]:
-    from . import _e2e, _micro
-
-    return [*_micro.BENCHMARKS, *_e2e.BENCHMARKS]
+    return BY_NAME
 
 
 def _version(name: str) -> str:
@@ -83,7 +64,7 @@ def machine() -> dict[str, Any]:
 def run_benchmarks(names: Sequence[str], config: Config) -> tuple[list[Series], int]:
     """Run *names* in order; a benchmark that fails becomes a skipped row. Returns
     the rows and the number of failed benchmarks. The server is stopped at the end."""
-    registry = {b.name: b for b in _registry()}
+    registry = _registry()
     results: list[Series] = []
     failures = 0
     try:
@@ -111,7 +92,7 @@ def run_benchmarks(names: Sequence[str], config: Config) -> tuple[list[Series], 
             )
     finally:
         # Also on KeyboardInterrupt: the server process must not outlive the run.
-        for closer in reversed(config.resources.get("closers", [])):
+        for closer in reversed(config.closers):
             try:
                 closer()
             except Exception:
@@ -120,11 +101,7 @@ def run_benchmarks(names: Sequence[str], config: Config) -> tuple[list[Series], 
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from ._verify import verify
-
-    known = {b.name for b in _registry()}
+    known = _registry()
     unknown = [n for n in args.names if n not in known]
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}", file=sys.stderr)
@@ -145,7 +122,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    registry = {b.name: b for b in _registry()}
+    registry = _registry()
     names: Sequence[str] = args.names or list(registry)
     unknown = [n for n in names if n not in registry]
     if unknown:
@@ -238,12 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "verify":
         return _verify(args)
     if args.command == "list":
-        for bench in _registry():
+        for bench in _registry().values():
             print(f"{bench.name:24} {bench.description}")
         return 0
     if args.command == "report":
-        from ._markdown import from_json
-
         from_json(args.json_path, args.markdown)
         return 0
     if args.command == "serve":

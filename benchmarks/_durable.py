@@ -34,7 +34,9 @@ from typing import Any
 
 import trio
 
+from ._config import Config
 from ._report import Series
+from ._resources import server_url
 
 #: The server's scale factor: no model delay, no tool time.
 SCALE = "0.0"
@@ -181,9 +183,7 @@ def _measure(mode: str, sequential: int, concurrent: int, base: str, timeout: fl
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def bench_durable(config: Any) -> list[Series]:
-    from ._e2e import server_url
-
+def bench_durable(config: Config) -> list[Series]:
     try:
         import dbos  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError:

@@ -11,83 +11,19 @@ actual block-finish times of the trio_agent run it is paired with; see
 
 from __future__ import annotations
 
-import select
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
 from . import _peers
-from ._cli import Benchmark, Config
+from ._config import Config
 from ._guard import QUICK_SAMPLE_TIMEOUT, SAMPLE_TIMEOUT, sample
 from ._ideal import ideal_turn, timeline
 from ._report import Series
-from ._scenarios import SCENARIOS, Scenario, make_corpus
+from ._resources import corpus, server_url
+from ._scenarios import Scenario
 from ._turns import Provider, QueryRun, run_after_stream, run_query
 
 QUICK_SCALE = 0.15
-#: Seconds the server process may take to print its URL.
-SERVER_START_TIMEOUT = 60.0
-
-
-# --- shared resources: the server process and the corpus ----------------------------
-
-
-def server_url(config: Config) -> str:
-    """The base URL of the benchmark's server process, started on first use.
-
-    The server stays in this process's process group (so killing the group from
-    outside reaches it too) and exits on its own when its stdin closes, which also
-    happens when this process dies. The closer, which the CLI runs however the run
-    ends (error, KeyboardInterrupt), closes its stdin and kills it if it is still
-    there shortly after.
-    """
-    if "server" not in config.resources:
-        root = Path(__file__).resolve().parent.parent
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks", "serve"],
-            cwd=root,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        config.resources.setdefault("closers", []).append(partial(stop_server, proc))
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], SERVER_START_TIMEOUT)
-        url = proc.stdout.readline().strip() if ready else ""
-        if not url.startswith("http://"):
-            stop_server(proc)
-            said = f"said {url!r}" if ready else f"said nothing in {SERVER_START_TIMEOUT:.0f} s"
-            raise RuntimeError(f"the benchmark server did not start ({said})")
-        config.resources["server"] = url
-    return config.resources["server"]
-
-
-def stop_server(proc: subprocess.Popen[str]) -> None:
-    """Ask the server to stop (close its stdin), then kill it if it has not."""
-    if proc.poll() is not None:
-        return
-    try:
-        if proc.stdin is not None:
-            proc.stdin.close()
-        proc.wait(timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def corpus(config: Config) -> Path:
-    if "corpus" not in config.resources:
-        tmp = tempfile.TemporaryDirectory(prefix="trio-agent-bench-")
-        config.resources.setdefault("closers", []).append(tmp.cleanup)
-        files = 4 if config.quick else 24
-        config.resources["corpus"] = make_corpus(Path(tmp.name), files=files)
-    return config.resources["corpus"]
 
 
 def bench_scenario(
@@ -182,19 +118,3 @@ def bench_scenario(
         return [ours, ideal, *extra, seq, par, *peers]
 
     return run
-
-
-#: The scenarios also run over OpenAI's Responses API.
-OPENAI_SCENARIOS = ("seed1", "fifty_safe")
-
-BENCHMARKS: list[Benchmark] = [
-    *(Benchmark(f"e2e.{s.name}", s.description, bench_scenario(s)) for s in SCENARIOS.values()),
-    *(
-        Benchmark(
-            f"e2e.openai_responses.{n}",
-            f"{SCENARIOS[n].description} over OpenAI Responses",
-            bench_scenario(SCENARIOS[n], "openai-responses"),
-        )
-        for n in OPENAI_SCENARIOS
-    ),
-]

@@ -1,13 +1,13 @@
-"""Micro-benchmarks of Layers 1 and 2, each against a contestant on the same input."""
+"""The accumulator micro-benchmark: ``MessageAccumulator`` against the SDK's
+``accumulate_event`` on the same events (the executor's are in :mod:`._micro2`)."""
 
 from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable
 from typing import Any
 
-from ._cli import Benchmark, Config
+from ._config import Config
 from ._report import Series
 
 
@@ -42,7 +42,7 @@ def _time_ours(events: list[dict[str, Any]], *, batch: bool = False) -> tuple[fl
     """(CPU, wall) seconds to feed *events* (decoded dicts) to a MessageAccumulator:
     one ``feed`` call per event, or with *batch*, runs of deltas by ``feed_deltas``
     and the other events by ``feed``."""
-    from trio_agent import MessageAccumulator
+    from trio_agent.lowlevel import MessageAccumulator
 
     acc = MessageAccumulator()
     feed, feed_deltas = acc.feed, acc.feed_deltas
@@ -178,75 +178,3 @@ def bench_accumulator(config: Config) -> list[Series]:
             )
         )
     return out
-
-
-BENCHMARKS: list[Benchmark] = [
-    Benchmark("accumulator", "MessageAccumulator vs the SDK's accumulate_event", bench_accumulator),
-]
-
-
-def _needs(
-    attr: str, bench: Callable[[Config], list[Series]], title: str
-) -> Callable[[Config], list[Series]]:
-    """Run *bench* if ``trio_agent.<attr>`` exists, else report it skipped."""
-
-    def run(config: Config) -> list[Series]:
-        import trio_agent
-
-        if not hasattr(trio_agent, attr):
-            return [
-                Series(title, "trio_agent", "-", "-", skipped=f"trio_agent.{attr} not merged yet")
-            ]
-        return bench(config)
-
-    return run
-
-
-def _late() -> list[Benchmark]:
-    from . import _durable, _micro2, _pipeline, _scale, _storm
-
-    return [
-        Benchmark(
-            "dispatch",
-            "10,000 no-op tools: executor vs bare Trio nursery",
-            _needs("open_tool_executor", _micro2.bench_dispatch, "dispatch"),
-        ),
-        Benchmark(
-            "pipeline",
-            "client (SSE+accumulate+channel) vs bare httpx-sse + json.loads",
-            _needs("AnthropicClient", _pipeline.bench_pipeline, "pipeline"),
-        ),
-        Benchmark(
-            "cancellation",
-            "1,000 running siblings cancelled by one cascading error",
-            _needs("open_tool_executor", _micro2.bench_cancellation, "cancellation"),
-        ),
-        Benchmark(
-            "progress",
-            "progress latency p50/p99, 100 tools reporting every ms",
-            _needs("open_tool_executor", _micro2.bench_progress, "progress"),
-        ),
-        Benchmark(
-            "progress_storm",
-            "10 tools x 100k progress reports: turn time and memory, with vs without",
-            _needs("open_tool_executor", _storm.bench_progress_storm, "progress_storm"),
-        ),
-        Benchmark(
-            "scale",
-            "1,000 concurrent agents on the loopback server: CPU, GC, time, RSS",
-            _needs("open_tool_executor", _scale.bench_scale, "scale"),
-        ),
-        Benchmark(
-            "scale_10k",
-            "10,000 concurrent Sessions in one process: peak RSS",
-            _needs("open_tool_executor", _scale.bench_scale_10k, "scale_10k"),
-        ),
-        Benchmark(
-            "durable",
-            "durable turns (DBOS, SQLite) vs plain Session: sessions/s, per-turn overhead",
-            _durable.bench_durable,
-        ),
-    ]
-
-
-BENCHMARKS += _late()

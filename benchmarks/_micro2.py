@@ -12,6 +12,9 @@ from typing import Any
 import trio
 import trio.testing
 
+from trio_agent import TurnOptions
+
+from ._config import Config
 from ._report import Series
 
 
@@ -48,7 +51,9 @@ async def _executor_dispatch(n: int, max_concurrency: int) -> tuple[float, float
     blocks = _blocks(n, "noop")
     received = 0
     cpu0, t0 = time.process_time(), time.perf_counter()
-    async with open_tool_executor(tools, max_concurrency=max_concurrency) as executor:
+    async with open_tool_executor(
+        tools, options=TurnOptions(max_tool_concurrency=max_concurrency)
+    ) as executor:
         for block in blocks:
             executor.add_tool(block)
         executor.finish()
@@ -84,7 +89,7 @@ async def _bare_dispatch(n: int) -> tuple[float, float]:
     return elapsed
 
 
-def bench_dispatch(config: Any) -> list[Series]:
+def bench_dispatch(config: Config) -> list[Series]:
     n = 2_000 if config.quick else 10_000
     name, metric = "dispatch", f"us per no-op tool (N={n})"
     cpu_metric = f"CPU us per no-op tool (N={n})"
@@ -139,7 +144,9 @@ async def _executor_cancel(n: int) -> tuple[float, float]:
 
     tools = [_tool("wait", _forever), _tool("Bash", fail, cascade=True)]
     received: list[Any] = []
-    async with open_tool_executor(tools, max_concurrency=n + 1) as executor:
+    async with open_tool_executor(
+        tools, options=TurnOptions(max_tool_concurrency=n + 1)
+    ) as executor:
         for block in _blocks(n, "wait"):
             executor.add_tool(block)
         await trio.testing.wait_all_tasks_blocked()
@@ -188,7 +195,7 @@ async def _bare_cancel(n: int) -> tuple[float, float]:
     return end[0] - t0[0], end[1] - t0[1]
 
 
-def bench_cancellation(config: Any) -> list[Series]:
+def bench_cancellation(config: Config) -> list[Series]:
     n = 1_000
     name, metric = "cancellation", f"ms until {n} synthetic results received"
     ours = Series(name, "trio_agent executor (sibling_error cascade)", metric, "ms")
@@ -230,7 +237,9 @@ async def _executor_progress(tools_n: int, reports: int) -> list[float]:
         return "ok"
 
     latencies: list[float] = []
-    async with open_tool_executor([_tool("p", reporter)], max_concurrency=tools_n) as executor:
+    async with open_tool_executor(
+        [_tool("p", reporter)], options=TurnOptions(max_tool_concurrency=tools_n)
+    ) as executor:
         for block in _blocks(tools_n, "p"):
             executor.add_tool(block)
         executor.finish()
@@ -266,7 +275,7 @@ async def _bare_progress(tools_n: int, reports: int) -> list[float]:
     return latencies
 
 
-def bench_progress(config: Any) -> list[Series]:
+def bench_progress(config: Config) -> list[Series]:
     reports = 50 if config.quick else 200
     name = "progress"
     out: list[Series] = []

@@ -32,6 +32,7 @@ from typing import Any, final
 import httpx
 import trio
 
+from ._config import Config
 from ._report import Series
 
 #: Streams per sample (the sample is their median).
@@ -107,7 +108,8 @@ class ChunkedTransport(httpx.AsyncBaseTransport):
 
 async def stream_ours(http: httpx.AsyncClient, base_url: str) -> int:
     """One stream through ``AnthropicClient``; the number of items received."""
-    from trio_agent import AnthropicClient, StreamResult
+    from trio_agent import AnthropicClient
+    from trio_agent.lowlevel import StreamResult
 
     client = AnthropicClient(api_key="bench", base_url=base_url, http_client=http)
     items_n = 0
@@ -215,7 +217,7 @@ def rows(
     return out
 
 
-def bench_pipeline(config: Any) -> list[Series]:
+def bench_pipeline(config: Config) -> list[Series]:
     answer = pipeline_answer(config.quick)
     per_event = event_chunks(answer)
     samples = max(config.repeat, 3)
@@ -312,7 +314,7 @@ def serve_pipeline(quick: bool) -> None:
     sys.stdin.read()
 
 
-def _loopback_rows(config: Any, samples: int) -> list[Series]:
+def _loopback_rows(config: Config, samples: int) -> list[Series]:
     import subprocess
     import sys
     from pathlib import Path

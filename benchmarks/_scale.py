@@ -26,7 +26,9 @@ import attrs
 import httpx
 import trio
 
+from ._config import Config
 from ._report import Series
+from ._resources import server_url
 
 
 class _InProcessModel(httpx.AsyncBaseTransport):
@@ -364,9 +366,7 @@ def _measure(
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def bench_scale(config: Any) -> list[Series]:
-    from ._e2e import server_url
-
+def bench_scale(config: Config) -> list[Series]:
     agents = 200 if config.quick else 1_000
     base = f"{server_url(config)}/s/scale/1.0"
     name = "scale"
@@ -421,7 +421,7 @@ def bench_scale(config: Any) -> list[Series]:
     return [s for key in rows["session"] for mode in modes for s in (rows[mode][key],)]
 
 
-def bench_scale_10k(config: Any) -> list[Series]:
+def bench_scale_10k(config: Config) -> list[Series]:
     """10,000 concurrent Sessions in one process: the peak RSS (goal < 1 GB).
 
     The model is served in the child process (its memory counted too); every turn

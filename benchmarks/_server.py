@@ -38,8 +38,7 @@ class Router:
     def respond(
         self, method: str, path: str, headers: Iterable[tuple[str, str]], content: bytes
     ) -> Any:
-        from trio_agent.testing import HTTPErrorAnswer, ScriptedModel, ScriptedRequest
-        from trio_agent.testing._sse_render import plan_stream
+        from trio_agent.testing import HTTPErrorAnswer, ScriptedModel, ScriptedRequest, plan_stream
 
         self.served += 1
         request = ScriptedRequest.build(method, path, headers, content)

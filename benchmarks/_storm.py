@@ -12,6 +12,7 @@ from typing import Any
 import trio
 import trio.lowlevel
 
+from ._config import Config
 from ._report import Series
 
 
@@ -54,7 +55,7 @@ async def _turn(
     return wall, peak, seen
 
 
-def bench_progress_storm(config: Any) -> list[Series]:
+def bench_progress_storm(config: Config) -> list[Series]:
     tools_n = 10
     reports = 10_000 if config.quick else 100_000
     name = "progress_storm"

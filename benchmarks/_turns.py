@@ -20,6 +20,8 @@ from typing import Any, Literal
 import attrs
 import trio
 
+from trio_agent import TurnOptions
+
 from ._scenarios import TOOL_SCHEMAS, is_safe, real_work, result_text
 
 MODEL = "claude-scripted"
@@ -103,7 +105,7 @@ async def query_turn(client: Any, tools: list[Any], *, max_tool_concurrency: int
         tools=instrument(tools, recorder),
         model=MODEL,
         max_tokens=MAX_TOKENS,
-        max_tool_concurrency=max_tool_concurrency,
+        options=TurnOptions(max_tool_concurrency=max_tool_concurrency),
     ) as events:
         async for event in events:
             run.feed(event)
@@ -116,7 +118,8 @@ async def after_stream_turn(client: Any, tools: list[Any], *, parallel: bool) ->
     """Wait for the whole message, then run its tools: one by one, or each run of
     consecutive safe calls at once (a non-safe call alone), as non-streaming agents
     do. Returns the turn's wall time."""
-    from trio_agent import StreamResult, ToolContext, ToolResultBlock, UserMessage
+    from trio_agent import ToolContext, ToolResultBlock, UserMessage
+    from trio_agent.lowlevel import StreamResult
 
     t0 = time.perf_counter()
     by_name = {t.name: t for t in tools}

@@ -12,8 +12,8 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks._e2e import BENCHMARKS
 from benchmarks._ideal import ideal_turn
+from benchmarks._registry import BENCHMARKS
 from benchmarks._server import Router, assistant_turns
 from benchmarks._turns import query_turn, scenario_tools, with_client
 from trio_agent import (
