@@ -21,7 +21,7 @@ from trio_agent import (
     UserMessage,
     message_from_api,
 )
-from trio_agent._cli._demo import demo_script
+from trio_agent._cli._demo_script import demo_script
 from trio_agent._cli._main import main
 from trio_agent._cli._timeline import TurnRecorder
 from trio_agent.testing import check_history

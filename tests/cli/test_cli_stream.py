@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from trio_agent._cli import _main as _cli
+from trio_agent._cli import _stream
+from trio_agent._cli._main import main
 
 
 @pytest.fixture(autouse=True)
@@ -15,7 +16,7 @@ def no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_stream_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _cli.main(["stream", "hello", "--json", "--max-tokens", "50"]) == 0
+    assert main(["stream", "hello", "--json", "--max-tokens", "50"]) == 0
     captured = capsys.readouterr()
     assert "scripted model" in captured.err
     lines = [json.loads(line) for line in captured.out.splitlines()]
@@ -40,7 +41,7 @@ def test_stream_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_stream_plain(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _cli.main(["stream"]) == 0
+    assert main(["stream"]) == 0
     out = capsys.readouterr().out
     assert "I'll start by reading the README" in out
     assert '[tool_use Read toolu_demo_1] {"path": "README.md"}' in out
@@ -64,7 +65,7 @@ def test_plain_output_without_rich(
         return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(builtins, "__import__", no_rich)
-    assert _cli.main(["stream"]) == 0
+    assert main(["stream"]) == 0
     assert "stop_reason: tool_use" in capsys.readouterr().out
 
 
@@ -75,7 +76,7 @@ def test_plain_output_without_rich(
 def test_bad_options_are_one_line_errors(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _cli.main(argv) == 2
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "error:" in err
@@ -90,11 +91,11 @@ def test_api_errors_are_one_line(
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
     from trio_agent import RetryPolicy
 
-    original = _cli.AnthropicClient
+    original = _stream.AnthropicClient
     monkeypatch.setattr(
-        _cli, "AnthropicClient", lambda **kw: original(retry=RetryPolicy.never(), **kw)
+        _stream, "AnthropicClient", lambda **kw: original(retry=RetryPolicy.never(), **kw)
     )
-    assert _cli.main(["stream", "hi"]) == 1
+    assert main(["stream", "hi"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("trio-agent: error: cannot reach http://127.0.0.1:9/v1/messages: ")
     assert "APIConnectionError" not in err

@@ -6,7 +6,12 @@ import pytest
 import trio
 
 from trio_agent import TextBlock, ToolUseBlock
-from trio_agent._cli._demo import demo_answers, demo_script, expected_facts, make_demo_workspace
+from trio_agent._cli._demo_script import (
+    demo_answers,
+    demo_script,
+    expected_facts,
+    make_demo_workspace,
+)
 from trio_agent.tools import Workspace, default_tools
 
 

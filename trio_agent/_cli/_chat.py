@@ -21,6 +21,15 @@ from typing import IO, Any, final
 import attrs
 import trio
 
+from .._model import ModelClient
+from .._permissions import Allow, Deny
+from ._agent import check_api_setup, make_session, open_command_client, report_turn, run_turn
+from ._errors import EXIT_INTERRUPTED, RetryReporter
+from ._interrupt import open_ctrl_c
+from ._render import preview
+from ._session_options import add_session_options
+from ._timeline import TurnRecorder
+
 __all__ = ["LineReader", "add_chat_command", "run_chat"]
 
 EXIT_COMMANDS = frozenset({"/exit", "/quit"})
@@ -28,8 +37,6 @@ EXIT_COMMANDS = frozenset({"/exit", "/quit"})
 
 def add_chat_command(subparsers: Any) -> None:
     """Add ``chat`` to an argparse subparsers object."""
-    from ._session_options import add_session_options
-
     chat = subparsers.add_parser(
         "chat",
         help="an interactive session with the built-in tools, turn after turn",
@@ -42,8 +49,6 @@ def add_chat_command(subparsers: Any) -> None:
 
 
 def _chat_command(args: argparse.Namespace) -> int:
-    from ._agent import check_api_setup
-
     problem = check_api_setup(args)
     if problem is not None:
         return problem
@@ -90,7 +95,7 @@ class LineReader:
 async def run_chat(
     args: argparse.Namespace,
     *,
-    client: Any = None,
+    client: ModelClient | None = None,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
     read: Callable[[], str] | None = None,
@@ -103,27 +108,17 @@ async def run_chat(
     Returns:
         0 after ``/exit`` or the end of input, 130 after Ctrl+C twice.
     """
-    from ._agent import open_command_client
-
     async with open_command_client(args, client) as model_client:
         return await _chat(args, model_client, out, err, read)
 
 
 async def _chat(
     args: argparse.Namespace,
-    client: Any,
+    client: ModelClient,
     out: IO[str] | None,
     err: IO[str] | None,
     read: Callable[[], str] | None,
 ) -> int:
-    from .._permissions import Allow, Deny
-    from ..tools import Workspace, default_tools
-    from ._agent import preview, report_turn, run_turn
-    from ._errors import EXIT_INTERRUPTED, RetryReporter
-    from ._interrupt import open_ctrl_c
-    from ._session_options import open_session, permission_rules
-    from ._timeline import TurnRecorder, instrument
-
     stream = out if out is not None else sys.stdout
     errors = err if err is not None else sys.stderr
     lines = LineReader(read if read is not None else sys.stdin.readline, errors)
@@ -134,13 +129,7 @@ async def _chat(
         return Allow() if ok else Deny("The user said no.")
 
     recorder = TurnRecorder(trio.current_time)
-    session = open_session(
-        args,
-        client,
-        instrument(default_tools(Workspace(args.workspace)), recorder),
-        can_use_tool=permission_rules(args, ask),
-        err=errors,
-    )
+    session = make_session(args, client, recorder, errors, ask=ask)
     errors.write("trio-agent chat: type a prompt; /exit or Ctrl+D to leave\n")
     try:
         with RetryReporter(errors) as retries:

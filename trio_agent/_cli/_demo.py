@@ -1,365 +1,146 @@
-"""The ``trio-agent demo`` script: a small project and a scripted agent task on it.
+"""``trio-agent demo``: the scripted agent task, with the real built-in tools.
 
-The scripted model plays an agent asked for a status report on a tiny Python
-project. Its four answers use the real built-in tools on real files:
-
-1. reads the README, the TODO list and the code, greps for TODO comments and
-   globs the Python files: concurrency-safe tools, each starting as soon as its
-   block has streamed, while the rest of the answer is still streaming;
-2. starts the test suite with Bash, then writes ``STATUS.md``. The suite is
-   genuinely slow (it runs the CLI end to end in fresh interpreters and checks
-   that its REPL leaves after 2 s idle), and the report is a long tool input:
-   the tests run while the report streams, the point of the library;
-3. adds the test result to the report with Edit;
-4. the final summary.
-
-Nothing is faked: the tools really run, for as long as they take. The tool inputs
-and the model's claims are computed from the files this module creates, so what
-the model says matches what the tools return.
+:func:`run_demo` runs the script of :mod:`._demo_script` in a temporary workspace:
+a scripted model (no API key, no network) asks the real built-in tools for a status
+report while its answers stream. The turn is shown live (:mod:`._live`, with
+``rich``; plain lines without it) or as NDJSON events, then its timeline.
 """
 
 from __future__ import annotations
 
-import shlex
-import shutil
+import argparse
+import json
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
-
-import attrs
-
-from .._messages import ContentBlock, TextBlock, ToolUseBlock
-
-if TYPE_CHECKING:
-    from ..testing import ScriptedAnswer
-
-__all__ = [
-    "DEMO_MODEL",
-    "DEMO_PROMPT",
-    "DemoTurn",
-    "demo_answers",
-    "demo_script",
-    "make_demo_workspace",
-]
-
-DEMO_MODEL: Final = "claude-demo-scripted"
-DEMO_PROMPT: Final = (
-    "Give me a status report on this project: what it does, its open TODOs (in the "
-    "code and in TODO.md), whether the tests pass and how big it is. Save the report "
-    "to STATUS.md."
-)
-
-_FILES: Mapping[str, str] = {
-    "README.md": """\
-# minicalc
-
-A tiny calculator: `minicalc.ops` has the arithmetic, `minicalc.cli` a command line
-(`python -m minicalc.cli 2 + 3`).
-
-Run the tests with `python -m unittest discover -s tests`.
-""",
-    "TODO.md": """\
-# TODO
-
-- [ ] divide(): raise a clear error on division by zero
-- [ ] cli: add a --precision flag
-- [x] tests for add and sub
-""",
-    "minicalc/__init__.py": """\
-\"\"\"minicalc: a tiny calculator.\"\"\"
-
-from .ops import add, divide, mul, sub
-
-__all__ = ["add", "divide", "mul", "sub"]
-""",
-    "minicalc/ops.py": """\
-\"\"\"The four operations.\"\"\"
-
-
-def add(a: float, b: float) -> float:
-    return a + b
-
-
-def sub(a: float, b: float) -> float:
-    return a - b
-
-
-def mul(a: float, b: float) -> float:
-    return a * b
-
-
-def divide(a: float, b: float) -> float:
-    # TODO: raise a clear error on division by zero
-    return a / b
-""",
-    "minicalc/cli.py": """\
-\"\"\"python -m minicalc.cli A OP B, or --repl [--idle-timeout SECONDS]\"\"\"
-
-import select
-import sys
-
-from . import ops
-
-OPS = {"+": ops.add, "-": ops.sub, "*": ops.mul, "/": ops.divide}
-
-
-def calc(a: str, op: str, b: str) -> float:
-    return OPS[op](float(a), float(b))
-
-
-def repl(idle_timeout: float) -> None:
-    # One "A OP B" per line; leave after idle_timeout seconds without input.
-    while True:
-        ready, _, _ = select.select([sys.stdin], [], [], idle_timeout)
-        if not ready:
-            print(f"idle for {idle_timeout:g} s, bye", flush=True)
-            return
-        line = sys.stdin.readline()
-        if not line:
-            return
-        print(calc(*line.split()), flush=True)
-
-
-def main(argv: list[str]) -> None:
-    # TODO: add a --precision flag
-    if argv[:1] == ["--repl"]:
-        repl(float(argv[2]) if argv[1:2] == ["--idle-timeout"] else 60.0)
-    else:
-        print(calc(*argv))
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
-""",
-    "tests/test_ops.py": """\
-import subprocess
-import sys
-import time
-import unittest
-
-from minicalc import ops
-
-CLI = [sys.executable, "-m", "minicalc.cli"]
-
-
-def cli(*args):
-    run = subprocess.run([*CLI, *args], capture_output=True, text=True, check=True)
-    return run.stdout.strip()
-
-
-class OpsTest(unittest.TestCase):
-    def test_add(self):
-        self.assertEqual(ops.add(2, 3), 5)
-
-    def test_sub(self):
-        self.assertEqual(ops.sub(2, 3), -1)
-
-    def test_mul(self):
-        self.assertEqual(ops.mul(2, 3), 6)
-
-
-class CliTest(unittest.TestCase):
-    # End to end, each case in a fresh interpreter: the slow part of the suite.
-
-    def test_cli_add(self):
-        for a, b in [("1", "2"), ("0.5", "0.25"), ("-1", "1")]:
-            self.assertEqual(cli(a, "+", b), str(float(a) + float(b)))
-
-    def test_cli_mul(self):
-        for a, b in [("6", "7"), ("0.5", "4"), ("-1", "3")]:
-            self.assertEqual(cli(a, "*", b), str(float(a) * float(b)))
-
-    def test_repl_leaves_when_idle(self):
-        args = [*CLI, "--repl", "--idle-timeout", "2"]
-        with subprocess.Popen(
-            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        ) as repl:
-            repl.stdin.write("6 * 7\\n")
-            repl.stdin.flush()
-            self.assertEqual(repl.stdout.readline().strip(), "42.0")
-            start = time.monotonic()
-            self.assertEqual(repl.stdout.readline().strip(), "idle for 2 s, bye")
-            self.assertGreaterEqual(time.monotonic() - start, 1.9)
-            self.assertEqual(repl.wait(timeout=30), 0)
-""",
-}
-
-_TESTS_RUN: Final = 6
-_CODE_GLOB: Final = ("minicalc/__init__.py", "minicalc/cli.py", "minicalc/ops.py")
-
-
-def make_demo_workspace(root: Path) -> None:
-    """Create the demo project (a README, a TODO list, a package, its tests) in *root*."""
-    for name, text in _FILES.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-
-
-@attrs.frozen
-class DemoTurn:
-    """One scripted answer: its blocks, in streaming order."""
-
-    blocks: tuple[ContentBlock, ...] = attrs.field(converter=tuple)
-
-
-def _python() -> str:
-    # The command the "model" types: python3 where there is one on PATH, else the
-    # interpreter running the demo (a bare venv without python3 on PATH).
-    return "python3" if shutil.which("python3") else shlex.quote(sys.executable)
-
-
-def _line_count(name: str) -> int:
-    return _FILES[name].count("\n")
-
-
-def _todos() -> list[tuple[str, int, str]]:
-    found: list[tuple[str, int, str]] = []
-    for name in sorted(_FILES):
-        if not name.endswith(".py"):
-            continue
-        for n, line in enumerate(_FILES[name].splitlines(), 1):
-            if "TODO" in line:
-                found.append((name, n, line.strip()))
-    return found
-
-
-_TESTS_PENDING: Final = "_Running while this report is written; the result follows._"
-_TESTS_PASSED: Final = f"All {_TESTS_RUN} pass; `divide()` has none."
-
-
-def _status_report() -> str:
-    todos = "\n".join(f"- `{name}:{n}`: {line.lstrip('# ')}" for name, n, line in _todos())
-    code_lines = sum(_line_count(n) for n in _CODE_GLOB)
-    return f"""\
-# minicalc: status
-
-## What it is
-A tiny calculator package. `minicalc.ops` has the four operations (add, sub, mul,
-divide) on floats; `minicalc.cli` is a command line, `python -m minicalc.cli 2 + 3`,
-with a `--repl` mode that reads one `A OP B` per line and leaves after an idle
-timeout.
-
-## Open TODOs
-{todos}
-
-Both match the open items of TODO.md; "tests for add and sub" is done.
-
-## Size
-{len(_CODE_GLOB)} modules in `minicalc/` ({code_lines} lines), one test module in `tests/`.
-
-## Tests
-{_TESTS_PENDING}
-
-## Next steps
-1. Make `divide()` raise `ZeroDivisionError` with a clear message, and test it.
-2. Add `--precision` to the CLI, and a test for it.
-3. Test `divide()` at all, and the CLI's `/` operator end to end.
-"""
-
-
-def demo_script() -> Sequence[DemoTurn]:
-    """The scripted model's four answers (the workspace comes from
-    :func:`make_demo_workspace`; paths are relative to its root)."""
-    code_lines = sum(_line_count(n) for n in _CODE_GLOB)
-    test_lines = _line_count("tests/test_ops.py")
-    python = _python()
-    first = DemoTurn(
-        [
-            TextBlock("I'll read the project's description, TODO list and code first."),
-            ToolUseBlock("toolu_demo_01", "Read", {"path": "README.md"}),
-            ToolUseBlock("toolu_demo_02", "Read", {"path": "TODO.md"}),
-            ToolUseBlock("toolu_demo_03", "Grep", {"pattern": "TODO", "glob": "*.py"}),
-            ToolUseBlock("toolu_demo_04", "Glob", {"pattern": "**/*.py"}),
-            ToolUseBlock("toolu_demo_05", "Read", {"path": "minicalc/ops.py"}),
-            ToolUseBlock("toolu_demo_06", "Read", {"path": "minicalc/cli.py"}),
-        ]
+from typing import IO, Any
+
+import httpx
+import trio
+
+from .._loop import PermissionRules
+from .._model import AnthropicClient
+from .._options import TurnOptions
+from .._session import Session
+from ._args import positive_float
+from ._errors import EXIT_INTERRUPTED, print_error
+from ._interrupt import open_ctrl_c
+from ._plain import console_for, has_rich
+from ._render import event_record, print_plain, print_timeline
+from ._timeline import ToolRow, TurnRecorder, instrument
+
+__all__ = ["add_demo_command", "run_demo"]
+
+
+def add_demo_command(subparsers: Any) -> None:
+    """Add ``demo`` to an argparse subparsers object."""
+    demo = subparsers.add_parser(
+        "demo",
+        help="a scripted agent task on a temporary project (no API key, no network)",
+        description="A scripted model asks the real built-in tools for a status report "
+        "on a small project in a temporary directory; the tools run while the answer "
+        "streams, and a timeline shows what that saved.",
     )
-    second = DemoTurn(
-        [
-            TextBlock("The tests are slow; I'll start them and write the report meanwhile."),
-            ToolUseBlock(
-                "toolu_demo_07",
-                "Bash",
-                {
-                    "command": f"{python} -m unittest discover -v -s tests 2>&1 "
-                    "&& wc -l minicalc/*.py tests/*.py"
-                },
-            ),
-            ToolUseBlock(
-                "toolu_demo_08", "Write", {"path": "STATUS.md", "content": _status_report()}
-            ),
-        ]
+    demo.add_argument("--json", action="store_true", help="print one JSON event per line")
+    demo.add_argument(
+        "--speed", type=positive_float, default=1.0, help="stream this many times faster"
     )
-    third = DemoTurn(
-        [
-            TextBlock(f"The {_TESTS_RUN} tests pass. Adding that to the report."),
-            ToolUseBlock(
-                "toolu_demo_09",
-                "Edit",
-                {"path": "STATUS.md", "old_string": _TESTS_PENDING, "new_string": _TESTS_PASSED},
-            ),
-        ]
+    demo.add_argument(
+        "--fault",
+        choices=["reset"],
+        default=None,
+        help="break the first answer's stream (reset: after its first tool call) to show"
+        " the recovery",
     )
-    fourth = DemoTurn(
-        [
-            TextBlock(
-                f"Done, the report is in STATUS.md: {code_lines} lines of code, "
-                f"{test_lines} of tests, all {_TESTS_RUN} tests pass. Open: division by zero "
-                "in `divide()` (untested) and a `--precision` flag."
-            )
-        ]
-    )
-    return (first, second, third, fourth)
+    demo.set_defaults(func=_demo_command)
 
 
-def demo_answers(*, speed: float = 1.0, fault: str | None = None) -> list[ScriptedAnswer]:
-    """The script as scripted-model answers; *speed* > 1 streams faster.
+def _demo_command(args: argparse.Namespace) -> int:
+    if not args.speed > 0:
+        return print_error("--speed must be positive")
+    return trio.run(run_demo, args.speed, args.json, None, args.fault)
 
-    At speed 1 the answers stream at about the pace of a real model: text and tool
-    input JSON at 8 characters per 25 ms (~80 tokens/s), so the report (a long
-    ``Write``) takes about 3 s to stream, while the tests run. With ``fault="reset"``
-    the first answer's connection is reset after its first tool call (whose tool has
-    started): the loop discards that attempt and streams the call again.
+
+async def run_demo(
+    speed: float = 1.0,
+    as_json: bool = False,
+    out: IO[str] | None = None,
+    fault: str | None = None,
+) -> int:
+    """``trio-agent demo``: the scripted agent task with the real built-in tools.
+
+    The first Ctrl+C aborts the turn (which is reported, the timeline too); a
+    second one exits at once.
+
+    Returns:
+        0 when the turn completed, 130 after Ctrl+C, 1 otherwise.
     """
-    from ..testing import Faults, ScriptedAnswer, Timing, encode_event
+    # Lazy: the script needs the scripted model (trio_agent.testing, ~140 ms to import)
+    # and the tools ~70 ms, which `trio-agent --version` and the other commands skip.
+    from ..tools import Workspace, default_tools
+    from ._demo_script import DEMO_MODEL, DEMO_PROMPT, demo_model, make_demo_workspace
 
-    if fault not in (None, "reset"):
-        raise ValueError(f"unknown fault {fault!r} (known: reset)")
-    if not speed > 0:
-        raise ValueError(f"speed must be positive, not {speed!r}")
-    timing = Timing(
-        first_event_delay=0.2 / speed,
-        token_delay=0.025 / speed,
-        block_delay=0.05 / speed,
-        text_chunk_size=8,
-        json_chunk_size=8,
-    )
-    answers = [
-        ScriptedAnswer(blocks=turn.blocks, model=DEMO_MODEL, timing=timing)
-        for turn in demo_script()
-    ]
-    if fault == "reset":
-        first = answers[0]
-        events = first.events()
-        stops = [i for i, e in enumerate(events) if e["type"] == "content_block_stop"]
-        cut = len(b"".join(encode_event(e) for e in events[: stops[1] + 1]))
-        broken = ScriptedAnswer(
-            blocks=first.blocks,
-            model=DEMO_MODEL,
-            timing=timing,
-            faults=Faults(disconnect_after_byte=cut),
-        )
-        answers.insert(0, broken)
-    return answers
+    stream = out if out is not None else sys.stdout
 
+    def started(row: ToolRow) -> None:
+        if as_json:
+            record = {"type": "ToolStarted", "t": round(row.started_at or 0.0, 3)}
+            record |= {"tool_use_id": row.tool_use_id, "name": row.name}
+            stream.write(json.dumps(record) + "\n")
 
-def expected_facts() -> Mapping[str, object]:
-    """What the script claims, for tests: line counts and the tests run."""
-    return {
-        "code_lines": sum(_line_count(n) for n in _CODE_GLOB),
-        "test_lines": _line_count("tests/test_ops.py"),
-        "tests_run": _TESTS_RUN,
-        "todos": _todos(),
-    }
+    recorder = TurnRecorder(trio.current_time, on_tool_start=started)
+    model = demo_model(speed=speed, fault=fault)
+    with tempfile.TemporaryDirectory(prefix="trio-agent-demo-") as tmp:
+        root = Path(tmp)
+        make_demo_workspace(root)
+        async with (
+            httpx.AsyncClient(transport=model.transport()) as http,
+            open_ctrl_c(sys.stderr) as ctrl_c,
+        ):
+            session = Session(
+                AnthropicClient(api_key="demo", base_url="http://scripted", http_client=http),
+                instrument(default_tools(Workspace(root)), recorder),
+                model=DEMO_MODEL,
+                # the demo says yes to what `trio-agent run` would ask about
+                options=TurnOptions(
+                    can_use_tool=PermissionRules(
+                        allow=["Read", "Glob", "Grep", "Bash", "Write", "Edit"]
+                    )
+                ),
+            )
+            if as_json:
+                with ctrl_c.aborts(session.abort):
+                    async with session.submit(DEMO_PROMPT) as events:
+                        async for event in events:
+                            recorder.feed(event)
+                            stream.write(json.dumps(event_record(event, recorder.now())) + "\n")
+                end = recorder.end
+                stream.write(json.dumps({"type": "Timeline", **recorder.summary()}) + "\n")
+            else:
+                console = console_for(stream)
+                console.print(f"[bold]>[/] {DEMO_PROMPT}", soft_wrap=True)
+                console.print(f"[dim]workspace: {root} (scripted model, real tools)[/]")
+                with ctrl_c.aborts(session.abort):
+                    async with session.submit(DEMO_PROMPT) as events:
+                        if has_rich():
+                            from ._live import LiveView  # needs rich, an optional extra
+
+                            await LiveView(recorder, title="scripted model").run(console, events)
+                        else:  # a core-only install: the text and tool lines as they come
+                            await print_plain(events, recorder, stream)
+                end = recorder.end
+                console.print()
+                print_timeline(console, recorder)
+                report = root / "STATUS.md"
+                if report.exists():
+                    console.print(
+                        f"[dim]The agent wrote STATUS.md ({len(report.read_text())} "
+                        "bytes); the workspace is deleted now.[/]"
+                    )
+                if end is not None:
+                    console.print(f"[bold]turn ended: {end.reason}[/] ({end.turns} model calls)")
+    if ctrl_c.pressed:
+        if ctrl_c.exited:
+            sys.stderr.write("trio-agent: interrupted\n")
+        return EXIT_INTERRUPTED
+    return 0 if end is not None and str(end.reason) == "completed" else 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from typing import IO, Final
 
@@ -35,6 +36,7 @@ __all__ = [
     "describe_error",
     "leaves",
     "prefixed",
+    "print_error",
     "report_exception",
 ]
 
@@ -118,6 +120,12 @@ def prefixed(text: str) -> str:
     """*text* as lines on stderr: the first starts with ``trio-agent: error:``."""
     first, _, rest = text.partition("\n")
     return f"trio-agent: error: {first}\n" + (f"  {rest}\n" if rest else "")
+
+
+def print_error(message: str) -> int:
+    """Say *message* on stderr (``trio-agent: error: ...``); returns the usage status, 2."""
+    print(f"trio-agent: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _write(err: IO[str], text: str) -> None:

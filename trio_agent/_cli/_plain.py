@@ -10,9 +10,12 @@ markup.
 from __future__ import annotations
 
 import re
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
-__all__ = ["CLI_EXTRA", "PlainConsole", "console_for", "escape", "has_rich"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["CLI_EXTRA", "PlainConsole", "console_for", "escape", "has_rich", "rich_console"]
 
 #: What to install for the rich output.
 CLI_EXTRA: Final = "pip install 'trio-agent[cli]'"
@@ -23,7 +26,7 @@ _TAG = re.compile(rf"\[/?(?:(?:{_STYLE_WORDS})\s*)*\]")
 
 def has_rich() -> bool:
     """Whether ``rich`` can be imported."""
-    try:
+    try:  # at call time, as every rich import here: rich is an optional extra
         import rich.console  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError:
         return False
@@ -32,7 +35,7 @@ def has_rich() -> bool:
 
 def escape(text: str) -> str:
     """*text* safe to embed in markup (a no-op without rich)."""
-    try:
+    try:  # at call time: rich is an optional extra
         from rich.markup import escape as rich_escape
     except ImportError:
         return text
@@ -50,10 +53,16 @@ class PlainConsole:
         self.file.flush()
 
 
-def console_for(file: IO[str]) -> Any:
-    """A rich ``Console`` on *file*, or a :class:`PlainConsole` without rich."""
-    try:
+def rich_console(file: IO[str]) -> Console | None:
+    """A rich ``Console`` on *file*, or None without rich."""
+    try:  # at call time: rich is an optional extra
         from rich.console import Console
     except ImportError:
-        return PlainConsole(file)
+        return None
     return Console(file=file, highlight=False)
+
+
+def console_for(file: IO[str]) -> Any:
+    """A rich ``Console`` on *file*, or a :class:`PlainConsole` without rich."""
+    console = rich_console(file)
+    return console if console is not None else PlainConsole(file)

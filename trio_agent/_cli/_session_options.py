@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from typing import IO, Any, Final
 
 from .._loop import PermissionRules
+from .._options import TurnOptions
 from .._session import Session, read_transcript
 from .._tools import Tool
+from ._args import positive_int
 from ._errors import CommandError
 from ._provider import PROVIDERS
 
@@ -26,24 +28,12 @@ __all__ = [
     "add_session_options",
     "open_session",
     "permission_rules",
-    "positive_int",
     "split_rules",
 ]
 
 #: The model ``run``, ``chat`` and ``stream`` use unless told otherwise (the one
 #: place the CLI names a real model).
 DEFAULT_MODEL: Final = "claude-sonnet-4-5"
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: an integer > 0 (a usage error otherwise)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value}")
-    return value
 
 
 def split_rules(values: Sequence[str] | None) -> list[str]:
@@ -181,7 +171,10 @@ def open_session(
     existing = path is not None and os.path.exists(path) and os.path.getsize(path) > 0
     if args.resume and not existing:
         raise CommandError(f"--resume: no transcript at {args.resume}")
-    common: dict[str, Any] = {"max_tokens": args.max_tokens, "can_use_tool": can_use_tool}
+    common: dict[str, Any] = {
+        "max_tokens": args.max_tokens,
+        "options": TurnOptions(can_use_tool=can_use_tool),
+    }
     if path is None or not existing:
         return Session(
             client,

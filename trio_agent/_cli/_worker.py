@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from .._exceptions import TrioAgentError
-from ._session_options import positive_int
+from ._args import positive_int
 
 __all__ = ["add_worker_commands"]
 
@@ -55,7 +55,7 @@ _HINT = "pip install 'trio-agent[durable]'"
 
 
 def _durable() -> Any:
-    try:
+    try:  # lazy: the durable extra (dbos) is optional, and heavy
         from .. import durable
     except ImportError as exc:
         # trio_agent.durable's own error already names the extra when dbos is missing.
