@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -71,19 +71,6 @@ def act_tool(log: Log, *, duration: float = 5.0, name: str = "Act", safe: bool =
     return Tool(name, "A side effect.", {"type": "object"}, run, concurrency_safe=safe)
 
 
-async def turn(model: ScriptedModel, tools: Sequence[Tool], **kw: Any) -> tuple[list[Any], TurnEnd]:
-    events: list[Any] = []
-    async with query(
-        model.client(), [UserMessage("go")], tools=tools, model="m", max_tokens=100, **kw
-    ) as stream:
-        async for event in stream:
-            events.append(event)
-    end = events[-1]
-    assert isinstance(end, TurnEnd)
-    check_history(end.messages)
-    return events, end
-
-
 def index_of_stop(answer: ScriptedAnswer, block: int) -> int:
     stops = [i for i, e in enumerate(answer.events()) if e["type"] == "content_block_stop"]
     return stops[block]
@@ -92,7 +79,9 @@ def index_of_stop(answer: ScriptedAnswer, block: int) -> int:
 # -- row 7: in-stream error after text and a finished tool_use ------------------------
 
 
-async def test_error_event_after_text_and_a_finished_tool_use(autojump_clock: Any) -> None:
+async def test_error_event_after_text_and_a_finished_tool_use(
+    autojump_clock: Any, turn: Any
+) -> None:
     blocks = [TextBlock("Working on it."), ToolUseBlock("a1", "Act", {})]
     plain = ScriptedAnswer(blocks=blocks, timing=SLOW)
     answer = ScriptedAnswer(
@@ -103,7 +92,7 @@ async def test_error_event_after_text_and_a_finished_tool_use(autojump_clock: An
     model = ScriptedModel([answer])
     log = Log()
     with no_leaks(models=[model], processes=False):
-        events, end = await turn(model, [act_tool(log)])
+        events, end = await turn(model.client(), tools=[act_tool(log)])
     assert end.reason is TurnEndReason.ERROR
     assert isinstance(end.error, APIStatusError)
     assert end.error.error_type == "api_error"
@@ -138,7 +127,7 @@ FAILURES = {
 
 @pytest.mark.parametrize("failure", sorted(FAILURES))
 async def test_error_after_a_started_tool_keeps_text_and_pair_in_history(
-    autojump_clock: Any, failure: str
+    autojump_clock: Any, failure: str, turn: Any
 ) -> None:
     """Nothing lost when every recovery fails: the attempt is discarded (a tombstone
     with the typed error), the last-resort non-streaming request fails too, and
@@ -153,7 +142,7 @@ async def test_error_after_a_started_tool_keeps_text_and_pair_in_history(
     model = ScriptedModel([answer])
     log = Log()
     with no_leaks(models=[model], processes=False):
-        events, end = await turn(model, [act_tool(log, duration=5000)])
+        events, end = await turn(model.client(), tools=[act_tool(log, duration=5000)])
     assert end.reason is TurnEndReason.ERROR
     (tombstone,) = [e for e in events if isinstance(e, AttemptDiscarded)]
     assert isinstance(tombstone.error, error_type)
@@ -183,7 +172,7 @@ async def test_error_after_a_started_tool_keeps_text_and_pair_in_history(
 
 @pytest.mark.parametrize("how", ["error", "truncated"])
 async def test_error_after_a_queued_side_effect_never_starts_it(
-    autojump_clock: Any, how: str
+    autojump_clock: Any, how: str, turn: Any
 ) -> None:
     blocks = [ToolUseBlock("w1", "Act", {}), ToolUseBlock("w2", "Act", {})]
     plain = ScriptedAnswer(blocks=blocks, timing=SLOW)
@@ -203,19 +192,21 @@ async def test_error_after_a_queued_side_effect_never_starts_it(
     model = ScriptedModel([ScriptedAnswer(blocks=blocks, timing=SLOW, faults=faults)])
     log = Log()
     with no_leaks(models=[model], processes=False):
-        events, end = await turn(model, [act_tool(log, duration=50)])
+        events, end = await turn(model.client(), tools=[act_tool(log, duration=50)])
     assert log.started == ["w1"]  # w2 waited for w1 (not safe) and never started
     assert end.reason is TurnEndReason.ERROR
     results = {e.tool_use_id: e for e in events if isinstance(e, ToolResult)}
     assert results.get("w2") is None or not results["w2"].started
 
 
-async def test_refusal_after_a_queued_side_effect_never_starts_it(autojump_clock: Any) -> None:
+async def test_refusal_after_a_queued_side_effect_never_starts_it(
+    autojump_clock: Any, turn: Any
+) -> None:
     blocks = [ToolUseBlock("w1", "Act", {}), ToolUseBlock("w2", "Act", {})]
     model = ScriptedModel([ScriptedAnswer(blocks=blocks, timing=SLOW, stop_reason="refusal")])
     log = Log()
     with no_leaks(models=[model], processes=False):
-        events, _end = await turn(model, [act_tool(log, duration=50)])
+        events, _end = await turn(model.client(), tools=[act_tool(log, duration=50)])
     assert log.started == ["w1"]  # w1 was running: left alone; w2 was queued behind it
     results = {e.tool_use_id: e for e in events if isinstance(e, ToolResult)}
     assert results["w1"].content == "acted"
@@ -322,7 +313,9 @@ def test_keyboard_interrupt_kills_the_subprocess_and_reraises(tmp_path: Path) ->
 # -- row 13: tools that raise, hang shielded, return garbage -------------------------
 
 
-async def test_shielded_tool_delays_the_abort_but_loses_nothing(autojump_clock: Any) -> None:
+async def test_shielded_tool_delays_the_abort_but_loses_nothing(
+    autojump_clock: Any, turn: Any
+) -> None:
     async def stubborn(input: Any, ctx: ToolContext) -> str:
         try:
             await trio.sleep(100)
@@ -359,7 +352,7 @@ async def test_shielded_tool_delays_the_abort_but_loses_nothing(autojump_clock: 
                 control.abort()
 
             nursery.start_soon(abort_later)
-            events, end = await turn(model, tools, control=control)
+            events, end = await turn(model.client(), tools=tools, control=control)
     assert end.reason is TurnEndReason.ABORTED_TOOLS
     assert trio.current_time() == pytest.approx(8)  # 1 s, then the 7 s shield
     from trio_agent import ToolResultBlock
@@ -377,7 +370,7 @@ async def test_shielded_tool_delays_the_abort_but_loses_nothing(autojump_clock: 
 # -- row 14: a permission callback that raises or hangs; a consumer that stops ---------
 
 
-async def test_permission_callback_that_hangs_then_aborted(autojump_clock: Any) -> None:
+async def test_permission_callback_that_hangs_then_aborted(autojump_clock: Any, turn: Any) -> None:
     async def hangs(tool: Tool, input: Any, ctx: Any) -> Allow:
         await trio.sleep_forever()
         raise AssertionError
@@ -389,7 +382,10 @@ async def test_permission_callback_that_hangs_then_aborted(autojump_clock: Any) 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(lambda: _abort_at(control, 30))
             _, end = await turn(
-                model, [act_tool(log)], options=TurnOptions(can_use_tool=hangs), control=control
+                model.client(),
+                tools=[act_tool(log)],
+                options=TurnOptions(can_use_tool=hangs),
+                control=control,
             )
     assert log.started == []
     assert end.reason is TurnEndReason.ABORTED_TOOLS
@@ -400,7 +396,7 @@ async def _abort_at(control: TurnControl, t: float) -> None:
     control.abort()
 
 
-async def test_permission_callback_that_raises_denies(autojump_clock: Any) -> None:
+async def test_permission_callback_that_raises_denies(autojump_clock: Any, turn: Any) -> None:
     async def broken(tool: Tool, input: Any, ctx: Any) -> Allow:
         raise ValueError("policy server down")
 
@@ -411,7 +407,11 @@ async def test_permission_callback_that_raises_denies(autojump_clock: Any) -> No
             ScriptedAnswer(blocks=[TextBlock("ok")]),
         ]
     )
-    events, end = await turn(model, [act_tool(log)], options=TurnOptions(can_use_tool=broken))
+    events, end = await turn(
+        model.client(),
+        tools=[act_tool(log)],
+        options=TurnOptions(can_use_tool=broken),
+    )
     assert log.started == []
     (result,) = [e for e in events if isinstance(e, ToolResult)]
     assert result.is_error

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import pytest
@@ -29,15 +29,12 @@ from trio_agent import (
     TrioAgentError,
     TurnEnd,
     TurnOptions,
-    UserMessage,
-    query,
 )
 from trio_agent.testing import (
     LeakCheck,
     RawAnswer,
     ScriptedAnswer,
     ScriptedModel,
-    check_history,
     run_virtual,
     serve_scripted_model,
 )
@@ -60,27 +57,37 @@ def tools(ran: list[str], delay: float = 1.0) -> list[Tool]:
     ]
 
 
-async def turn(
-    answers: list[Any], *, loopback: bool = False
-) -> tuple[list[Any], TurnEnd, list[str]]:
-    model = ScriptedModel([*answers, *[ScriptedAnswer(blocks=[TextBlock("done")])] * 3])
-    ran: list[str] = []
-    events: list[Any] = []
-    with LeakCheck(models=[model], processes=False, fds=False):
-        async with contextlib.AsyncExitStack() as stack:
-            if loopback:  # a real HTTP/1.1 server on a loopback socket, real time
-                base_url = await stack.enter_async_context(serve_scripted_model(model))
-                client: Any = AnthropicClient(
-                    api_key="test", base_url=base_url, retry=RetryPolicy(max_retries=0)
+@pytest.fixture(scope="module")
+def hostile_turn(turn: Any) -> Callable[..., Awaitable[tuple[list[Any], TurnEnd, list[str]]]]:
+    """``events, end, ran = await hostile_turn(answers, loopback=False)``: ``turn``
+    (at most 3 model calls, the tools of ``tools()``) against *answers* then "done"
+    answers, under a leak check; over a real loopback HTTP server (real time) with
+    ``loopback=True``. *ran*: the ids of the tool calls that started."""
+
+    async def hostile_turn(
+        answers: list[Any], *, loopback: bool = False
+    ) -> tuple[list[Any], TurnEnd, list[str]]:
+        model = ScriptedModel([*answers, *[ScriptedAnswer(blocks=[TextBlock("done")])] * 3])
+        ran: list[str] = []
+        with LeakCheck(models=[model], processes=False, fds=False):
+            async with contextlib.AsyncExitStack() as stack:
+                if loopback:  # a real HTTP/1.1 server on a loopback socket, real time
+                    base_url = await stack.enter_async_context(serve_scripted_model(model))
+                    client: Any = AnthropicClient(
+                        api_key="test", base_url=base_url, retry=RetryPolicy(max_retries=0)
+                    )
+                else:
+                    client = model.client()
+                events, end = await turn(
+                    client,
+                    tools=tools(ran, 0.0 if loopback else 1.0),
+                    strict=False,
+                    options=TurnOptions(max_turns=3),
                 )
-            else:
-                client = model.client()
-            await one_turn(client, tools(ran, 0.0 if loopback else 1.0), events)
-    end = events[-1]
-    assert isinstance(end, TurnEnd)
-    assert model.requests  # the turn asked the model: the subject ran
-    check_history(end.messages)
-    return events, end, ran
+        assert model.requests  # the turn asked the model: the subject ran
+        return events, end, ran
+
+    return hostile_turn
 
 
 def check_outcome(end: TurnEnd) -> None:
@@ -95,30 +102,23 @@ def check_outcome(end: TurnEnd) -> None:
         assert isinstance(end.messages[-1], AssistantMessage)
 
 
-async def one_turn(client: Any, tools: list[Tool], events: list[Any]) -> None:
-    async with query(
-        client,
-        [UserMessage("go")],
-        tools=tools,
-        model="m",
-        max_tokens=100,
-        options=TurnOptions(max_turns=3),
-    ) as stream:
-        async for event in stream:
-            events.append(event)
-
-
 @settings(max_examples=40, deadline=None)
 @given(events=tst.mutated_event_streams())
-def test_a_malformed_answer_ends_the_turn_never_raises(events: list[Any]) -> None:
-    _, end, _ = run_virtual(lambda: turn([RawAnswer(chunks=[(0.0, raw(events))])]))
+def test_a_malformed_answer_ends_the_turn_never_raises(
+    events: list[Any], hostile_turn: Any
+) -> None:
+    _, end, _ = run_virtual(lambda: hostile_turn([RawAnswer(chunks=[(0.0, raw(events))])]))
     check_outcome(end)
 
 
 @settings(max_examples=10, deadline=None)
 @given(events=tst.mutated_event_streams())
-def test_a_malformed_answer_over_a_loopback_server_ends_the_turn(events: list[Any]) -> None:
-    _, end, _ = trio.run(lambda: turn([RawAnswer(chunks=[(0.0, raw(events))])], loopback=True))
+def test_a_malformed_answer_over_a_loopback_server_ends_the_turn(
+    events: list[Any], hostile_turn: Any
+) -> None:
+    _, end, _ = trio.run(
+        lambda: hostile_turn([RawAnswer(chunks=[(0.0, raw(events))])], loopback=True)
+    )
     check_outcome(end)
 
 
@@ -180,9 +180,9 @@ _DEEP = '{"a": ' + "[" * 5000 + "]" * 5000 + "}"
     ids=["duplicate tool_use ids", "tool_use in message_start", "deep input", "deeper than limit"],
 )
 async def test_malformed_answers_end_the_turn_with_an_error(
-    autojump_clock: Any, events: list[Any], error: type[Exception], match: str
+    autojump_clock: Any, events: list[Any], error: type[Exception], match: str, hostile_turn: Any
 ) -> None:
-    stream, end, ran = await turn([RawAnswer(chunks=[(0.0, raw(events))])])
+    stream, end, ran = await hostile_turn([RawAnswer(chunks=[(0.0, raw(events))])])
     assert end.reason == "error"
     assert isinstance(end.error, error)
     assert match in str(end.error)
@@ -193,10 +193,12 @@ async def test_malformed_answers_end_the_turn_with_an_error(
     assert any(isinstance(e, TurnEnd) for e in stream)
 
 
-async def test_the_tool_before_a_bad_block_is_answered(autojump_clock: Any) -> None:
+async def test_the_tool_before_a_bad_block_is_answered(
+    autojump_clock: Any, hostile_turn: Any
+) -> None:
     """A tool that started before the malformed block keeps its place in the history."""
     events = [_start(), *_tool(0, "t1"), *_tool(1, "t1"), *_END]
-    _, end, ran = await turn([RawAnswer(chunks=[(0.0, raw(events))])])
+    _, end, ran = await hostile_turn([RawAnswer(chunks=[(0.0, raw(events))])])
     (use,) = [b for m in end.messages for b in getattr(m, "tool_uses", ())]
     assert use == ToolUseBlock("t1", "Read", {"p": 1})
     assert ran in ([], ["t1"])

@@ -8,7 +8,7 @@ Every case runs in virtual time against the scripted model, through ``query()`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -36,7 +36,6 @@ from trio_agent import (
     TurnEnd,
     TurnEndReason,
     UserMessage,
-    query,
 )
 from trio_agent.testing import (
     Faults,
@@ -44,7 +43,6 @@ from trio_agent.testing import (
     ScriptedAnswer,
     ScriptedModel,
     Timing,
-    check_history,
     encode_event,
     no_leaks,
 )
@@ -97,27 +95,26 @@ ERRORS: dict[str, type[Exception]] = {
 }
 
 
-async def turn(
-    model: ScriptedModel, tools: Sequence[Tool], *, retry: RetryPolicy = EXACT, **kw: Any
-) -> tuple[list[Any], list[float], TurnEnd]:
-    events: list[Any] = []
-    times: list[float] = []
-    async with query(
-        model.client(retry=retry, idle_timeout=20),
-        [UserMessage("go")],
-        tools=tools,
-        model="m",
-        max_tokens=100,
-        **kw,
-    ) as stream:
-        async for event in stream:
-            events.append(event)
-            times.append(trio.current_time())
-    end = events[-1]
-    assert isinstance(end, TurnEnd)
-    check_history(end.messages, strict=True)
-    check_answered(events)
-    return events, times, end
+@pytest.fixture(scope="module")
+def timed_turn(turn: Any) -> Callable[..., Awaitable[tuple[list[Any], list[float], TurnEnd]]]:
+    """``events, times, end = await timed_turn(model, tools, retry=EXACT, **query_kw)``:
+    ``turn`` on a client with *retry* and a 20 s idle timeout, with the (virtual)
+    time each event arrived, every finished tool_use answered (``check_answered``)."""
+
+    async def timed_turn(
+        model: ScriptedModel, tools: Sequence[Tool], *, retry: RetryPolicy = EXACT, **kw: Any
+    ) -> tuple[list[Any], list[float], TurnEnd]:
+        times: list[float] = []
+        events, end = await turn(
+            model.client(retry=retry, idle_timeout=20),
+            tools=tools,
+            on_event=lambda _: times.append(trio.current_time()),
+            **kw,
+        )
+        check_answered(events)
+        return events, times, end
+
+    return timed_turn
 
 
 def check_answered(events: Sequence[Any]) -> None:
@@ -134,11 +131,13 @@ def check_answered(events: Sequence[Any]) -> None:
 
 
 @pytest.mark.parametrize("how", sorted(ERRORS))
-async def test_a_mid_stream_failure_is_discarded_and_retried(autojump_clock: Any, how: str) -> None:
+async def test_a_mid_stream_failure_is_discarded_and_retried(
+    autojump_clock: Any, how: str, timed_turn: Any
+) -> None:
     model = ScriptedModel([faulty("x1", how), ScriptedAnswer(blocks=[TextBlock("All done.")])])
     started: list[str] = []
     with no_leaks(models=[model], processes=False):
-        events, times, end = await turn(model, [act_tool(started, duration=5000)])
+        events, times, end = await timed_turn(model, [act_tool(started, duration=5000)])
     assert end.reason is TurnEndReason.COMPLETED
     # one tombstone for the first call, naming the error and the started tool
     (tombstone,) = [e for e in events if isinstance(e, AttemptDiscarded)]
@@ -176,13 +175,13 @@ def model_message(end: TurnEnd, text: str) -> AssistantMessage:
 
 
 async def test_after_the_retries_one_non_streaming_request_whose_tools_run_after_it(
-    autojump_clock: Any,
+    autojump_clock: Any, timed_turn: Any
 ) -> None:
     answers = [faulty(f"x{i}", "reset") for i in range(3)]
     final = ScriptedAnswer(blocks=[TextBlock("Acting."), ToolUseBlock("a1", "Act", {})])
     model = ScriptedModel([*answers, final, ScriptedAnswer(blocks=[TextBlock("Done.")])])
     started: list[str] = []
-    events, times, end = await turn(model, [act_tool(started, duration=3)])
+    events, times, end = await timed_turn(model, [act_tool(started, duration=3)])
     assert end.reason is TurnEndReason.COMPLETED
     transitions = [e.reason for e in events if isinstance(e, Transition)]
     assert transitions == [
@@ -217,12 +216,12 @@ async def test_after_the_retries_one_non_streaming_request_whose_tools_run_after
 
 
 async def test_when_every_recovery_fails_the_turn_ends_with_the_last_error(
-    autojump_clock: Any,
+    autojump_clock: Any, timed_turn: Any
 ) -> None:
     # three broken streams; the non-streaming request finds the script exhausted
     model = ScriptedModel([faulty(f"x{i}", "reset") for i in range(3)])
     started: list[str] = []
-    events, _, end = await turn(model, [act_tool(started, duration=50)])
+    events, _, end = await timed_turn(model, [act_tool(started, duration=50)])
     assert started == ["x0", "x1", "x2"]
     assert len([e for e in events if isinstance(e, AttemptDiscarded)]) == 3
     assert end.reason is TurnEndReason.ERROR
@@ -238,10 +237,10 @@ async def test_when_every_recovery_fails_the_turn_ends_with_the_last_error(
 
 
 async def test_without_retries_the_non_streaming_request_comes_at_once(
-    autojump_clock: Any,
+    autojump_clock: Any, timed_turn: Any
 ) -> None:
     model = ScriptedModel([faulty("x1", "truncated"), ScriptedAnswer(blocks=[TextBlock("Ok.")])])
-    events, _, end = await turn(model, [act_tool([])], retry=RetryPolicy.never())
+    events, _, end = await timed_turn(model, [act_tool([])], retry=RetryPolicy.never())
     assert end.reason is TurnEndReason.COMPLETED
     assert [e.reason for e in events if isinstance(e, Transition)] == [
         TransitionReason.NON_STREAMING_FALLBACK
@@ -250,29 +249,24 @@ async def test_without_retries_the_non_streaming_request_comes_at_once(
     assert model_message(end, "Ok.").text == "Ok."
 
 
-async def test_an_abort_during_the_backoff_ends_the_turn(autojump_clock: Any) -> None:
+async def test_an_abort_during_the_backoff_ends_the_turn(autojump_clock: Any, turn: Any) -> None:
     from trio_agent import TurnControl
 
     control = TurnControl()
     model = ScriptedModel([faulty("x1", "reset"), ScriptedAnswer(blocks=[TextBlock("never")])])
-    events: list[Any] = []
-    async with query(
+
+    def abort_at_the_tombstone(event: Any) -> None:
+        if isinstance(event, AttemptDiscarded):
+            control.abort()
+
+    events, end = await turn(
         model.client(retry=RetryPolicy(max_retries=2, initial_delay=30, jitter=(1.0, 1.0))),
-        [UserMessage("go")],
         tools=[act_tool([])],
-        model="m",
-        max_tokens=100,
         control=control,
-    ) as stream:
-        async for event in stream:
-            events.append(event)
-            if isinstance(event, AttemptDiscarded):
-                control.abort()
-    end = events[-1]
-    assert isinstance(end, TurnEnd)
+        on_event=abort_at_the_tombstone,
+    )
     assert end.reason is TurnEndReason.ABORTED_STREAMING
     assert len(model.requests) == 1
-    check_history(end.messages, strict=True)
     check_answered(events)
 
 
@@ -309,10 +303,10 @@ def _start_only(cut: int | None) -> RawAnswer:
 
 @pytest.mark.parametrize("cut", [None, 0, 10, 40])
 async def test_a_body_cut_before_content_is_retried_invisibly(
-    autojump_clock: Any, cut: int | None
+    autojump_clock: Any, cut: int | None, timed_turn: Any
 ) -> None:
     model = ScriptedModel([_start_only(cut), ScriptedAnswer(blocks=[TextBlock("Fine.")])])
-    events, _, end = await turn(model, [])
+    events, _, end = await timed_turn(model, [])
     assert end.reason is TurnEndReason.COMPLETED
     # nothing to drop, nothing to say: no tombstone, no transition
     assert not [e for e in events if isinstance(e, AttemptDiscarded | Transition)]
@@ -320,11 +314,11 @@ async def test_a_body_cut_before_content_is_retried_invisibly(
     assert [r.body["stream"] for r in model.requests] == [True, True]
 
 
-async def test_an_empty_body_is_retried_invisibly(autojump_clock: Any) -> None:
+async def test_an_empty_body_is_retried_invisibly(autojump_clock: Any, timed_turn: Any) -> None:
     model = ScriptedModel(
         [RawAnswer(chunks=[(0.0, b"")]), ScriptedAnswer(blocks=[TextBlock("Fine.")])]
     )
-    events, _, end = await turn(model, [])
+    events, _, end = await timed_turn(model, [])
     assert end.reason is TurnEndReason.COMPLETED
     assert not [e for e in events if isinstance(e, AttemptDiscarded)]
     assert len(model.requests) == 2

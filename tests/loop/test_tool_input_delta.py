@@ -24,12 +24,10 @@ from trio_agent import (
     TurnEnd,
     TurnEndReason,
     TurnOptions,
-    UserMessage,
-    query,
 )
 from trio_agent._loop._tool_input import GROWTH, MIN_STEP, PartialInputs
 from trio_agent._model import StreamEvent
-from trio_agent.testing import ScriptedAnswer, ScriptedModel, Timing, check_history
+from trio_agent.testing import ScriptedAnswer, ScriptedModel, Timing
 from trio_agent.testing.strategies import json_objects
 
 
@@ -41,19 +39,10 @@ def echo_tool(seen: list[Mapping[str, Any]]) -> Tool:
     return Tool("Write", "Write a file.", {"type": "object"}, run)
 
 
-async def run_turn(answers: list[ScriptedAnswer], tools: list[Tool], **kw: Any) -> list[Any]:
-    model = ScriptedModel(answers)
-    events: list[Any] = []
-    async with query(model.client(), [UserMessage("go")], tools=tools, model="m", **kw) as stream:
-        async for event in stream:
-            events.append(event)
-    return events
-
-
 @settings(max_examples=40, deadline=None)
 @given(json_objects(), st.integers(1, 40), st.integers(0, 2))
 def test_partial_inputs_never_change_the_final_input(
-    value: dict[str, Any], chunk: int, position: int
+    turn: Any, value: dict[str, Any], chunk: int, position: int
 ) -> None:
     """Any input, any chunking: the deltas come before the block ends, grow, show
     only keys of the final input (strings as prefixes), and the tool gets exactly
@@ -67,14 +56,11 @@ def test_partial_inputs_never_change_the_final_input(
         ScriptedAnswer(blocks=[TextBlock("done")]),
     ]
 
-    async def main() -> list[Any]:
-        return await run_turn(answers, [echo_tool(seen)])
+    async def main() -> tuple[list[Any], TurnEnd]:
+        return await turn(ScriptedModel(answers).client(), tools=[echo_tool(seen)], max_tokens=None)
 
-    events = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
-    end = events[-1]
-    assert isinstance(end, TurnEnd)
+    events, end = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     assert end.reason is TurnEndReason.COMPLETED
-    check_history(end.messages, strict=True)
     assert seen == [value]  # the strictly parsed input, untouched
     assert end.messages[1].tool_uses[0].input == value
     deltas = [e for e in events if isinstance(e, ToolInputDelta)]
@@ -95,17 +81,22 @@ def test_partial_inputs_never_change_the_final_input(
         assert deltas
 
 
-async def test_no_deltas_when_turned_off(autojump_clock: trio.testing.MockClock) -> None:
+async def test_no_deltas_when_turned_off(autojump_clock: trio.testing.MockClock, turn: Any) -> None:
     seen: list[Mapping[str, Any]] = []
     answers = [
         ScriptedAnswer(blocks=[ToolUseBlock("t1", "Write", {"content": "x" * 500})]),
         ScriptedAnswer(blocks=[TextBlock("done")]),
     ]
-    on = await run_turn(answers, [echo_tool(seen)])
+    on, _ = await turn(ScriptedModel(answers).client(), tools=[echo_tool(seen)], max_tokens=None)
     assert any(isinstance(e, ToolInputDelta) for e in on)
-    off = await run_turn(answers, [echo_tool(seen)], options=TurnOptions(tool_input_deltas=False))
+    off, end = await turn(
+        ScriptedModel(answers).client(),
+        tools=[echo_tool(seen)],
+        max_tokens=None,
+        options=TurnOptions(tool_input_deltas=False),
+    )
     assert not any(isinstance(e, ToolInputDelta) for e in off)
-    assert off[-1].reason is TurnEndReason.COMPLETED
+    assert end.reason is TurnEndReason.COMPLETED
 
 
 def _events(index: int, pieces: list[str]) -> list[StreamEvent]:
@@ -174,7 +165,7 @@ def test_bad_json_deep_nesting_and_non_objects_give_no_delta() -> None:
     ("protocol", "api"), [("openai-responses", "responses"), ("openai-chat", "chat")]
 )
 async def test_openai_streams_give_deltas_too(
-    autojump_clock: trio.testing.MockClock, protocol: str, api: str
+    autojump_clock: trio.testing.MockClock, protocol: str, api: str, turn: Any
 ) -> None:
     seen: list[Mapping[str, Any]] = []
     value = {"path": "notes.md", "content": "z" * 300}
@@ -189,15 +180,10 @@ async def test_openai_streams_give_deltas_too(
     client = OpenAIClient(
         api=api, api_key="sk-test", base_url="http://scripted/v1", http_client=http
     )  # pyright: ignore[reportArgumentType]
-    events: list[Any] = []
-    async with query(
-        client, [UserMessage("go")], tools=[echo_tool(seen)], model="gpt-x", max_tokens=64
-    ) as stream:
-        async for event in stream:
-            events.append(event)
+    events, end = await turn(client, tools=[echo_tool(seen)], model="gpt-x", max_tokens=64)
     deltas = [e for e in events if isinstance(e, ToolInputDelta)]
     assert deltas
     assert all(d.name == "Write" and d.tool_use_id == "call_1" for d in deltas)
     assert all(value["content"].startswith(d.partial_input.get("content", "")) for d in deltas)
     assert seen == [value]
-    assert events[-1].reason is TurnEndReason.COMPLETED
+    assert end.reason is TurnEndReason.COMPLETED
