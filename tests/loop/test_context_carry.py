@@ -12,10 +12,7 @@ from trio_agent import (
     ToolContext,
     ToolOutput,
     ToolUseBlock,
-    TurnEnd,
     TurnEndReason,
-    UserMessage,
-    query,
 )
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, check_history
 
@@ -42,24 +39,13 @@ def uses(*calls: tuple[str, str]) -> ScriptedAnswer:
 DONE = ScriptedAnswer(blocks=[TextBlock("Done.")])
 
 
-async def test_the_next_call_sees_what_the_last_one_made(autojump_clock: Any) -> None:
+async def test_the_next_call_sees_what_the_last_one_made(autojump_clock: Any, turn: Any) -> None:
     seen: list[tuple[str, Any]] = []
     scripted = ScriptedModel(
         [uses(("b1", "Bump"), ("b2", "Bump")), uses(("p1", "Peek"), ("b3", "Bump")), DONE]
     )
-    async with query(
-        scripted.client(),
-        [UserMessage("go")],
-        tools=counter_tools(seen),
-        model="m",
-        max_tokens=100,
-        context=10,
-    ) as stream:
-        events = [e async for e in stream]
-    end = events[-1]
-    assert isinstance(end, TurnEnd)
+    _, end = await turn(scripted.client(), tools=counter_tools(seen), context=10)
     assert end.reason is TurnEndReason.COMPLETED
-    check_history(end.messages, strict=True)
     assert seen == [("b1", 10), ("b2", 11), ("p1", 12), ("b3", 12)]
     assert end.context == 13
     assert len(scripted.requests) == 3
@@ -78,12 +64,9 @@ async def test_the_session_keeps_it_across_turns(autojump_clock: Any) -> None:
     check_history(session.messages, strict=True)
 
 
-async def test_without_context_tools_see_none(autojump_clock: Any) -> None:
+async def test_without_context_tools_see_none(autojump_clock: Any, turn: Any) -> None:
     seen: list[tuple[str, Any]] = []
     scripted = ScriptedModel([uses(("p1", "Peek")), DONE])
-    async with query(
-        scripted.client(), [UserMessage("go")], tools=counter_tools(seen), model="m"
-    ) as stream:
-        events = [e async for e in stream]
+    _, end = await turn(scripted.client(), tools=counter_tools(seen), max_tokens=None)
     assert seen == [("p1", None)]
-    assert events[-1].context is None
+    assert end.context is None

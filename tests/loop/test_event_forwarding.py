@@ -120,22 +120,14 @@ def test_results_follow_their_finish_in_order(
         assert all(p < finished[0] for p in progress)
 
 
-async def test_a_call_without_tools_starts_no_forwarding_task() -> None:
+async def test_a_call_without_tools_starts_no_forwarding_task(turn: Any) -> None:
     async def tasks_for(answers: list[ScriptedAnswer]) -> int:
         counter = Counter()
         trio.lowlevel.add_instrument(counter)
         try:
-            async with query(
-                ScriptedModel(answers).client(),
-                [UserMessage("go")],
-                tools=sleeper_tools(),
-                model="m",
-                max_tokens=100,
-            ) as stream:
-                events = [e async for e in stream]
+            await turn(ScriptedModel(answers).client(), tools=sleeper_tools())
         finally:
             trio.lowlevel.remove_instrument(counter)
-        assert isinstance(events[-1], TurnEnd)
         return counter.spawned
 
     text_only = await tasks_for([DONE])
