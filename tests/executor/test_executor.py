@@ -98,7 +98,8 @@ def call(i: int | str, name: str, cmd: str | None = None, **input: Any) -> ToolU
     return ToolUseBlock(f"toolu_{i}", name, input)
 
 
-async def collect(executor: trio_agent.ToolExecutor) -> list[tuple[float, ToolResult]]:
+async def timed_results(executor: trio_agent.ToolExecutor) -> list[tuple[float, ToolResult]]:
+    """Every result of a running *executor*, each with the (virtual) time it arrived."""
     return [(trio.current_time(), r) async for r in executor.results]
 
 
@@ -114,7 +115,7 @@ async def test_read_read_write_read_timeline(autojump_clock: trio.testing.MockCl
         executor.add_tool(call(3, "Write", "w"))
         executor.add_tool(call(4, "Read", "r3"))
         executor.finish()
-        got = await collect(executor)
+        got = await timed_results(executor)
     assert log.starts() == {"r1": 0, "r2": 0, "w": 1, "r3": 3}
     assert log.ends() == {"r1": 1, "r2": 1, "w": 3, "r3": 4}
     assert [(t, r.tool_use_id, r.content) for t, r in got] == [
@@ -138,7 +139,7 @@ async def test_tools_start_while_blocks_arrive(autojump_clock: trio.testing.Mock
             executor.add_tool(call(i, name, cmd))
             await trio.sleep(1)
         executor.finish()
-        await collect(executor)
+        await timed_results(executor)
     # r1 [0,3], r2 [1,4], Bash waits for both [4,6], r3 and r4 wait for Bash [6,9].
     assert log.starts() == {"r1": 0, "r2": 1, "b1": 4, "r3": 6, "r4": 6}
     assert log.ends() == {"r1": 3, "r2": 4, "b1": 6, "r3": 9, "r4": 9}
@@ -171,7 +172,7 @@ async def test_schema_invalid_input_counts_as_unsafe(
         executor.add_tool(call(2, "Read", n="not a number"))
         executor.add_tool(call(3, "Read", "r3"))
         executor.finish()
-        got = await collect(executor)
+        got = await timed_results(executor)
     # The invalid call waits for r1 (it is unsafe), answers at once, then r3 runs.
     assert log.starts() == {"r1": 0, "r3": 2}
     assert got[1][0] == 2
@@ -184,13 +185,12 @@ async def test_schema_invalid_input_counts_as_unsafe(
 
 
 async def test_invalid_json_is_answered_without_running(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, run_calls: Any
 ) -> None:
     log = Log()
-    async with open_tool_executor([make_tool("Read", log)]) as executor:
-        executor.add_tool(ToolUseBlock("toolu_1", "Read", {}, invalid_input='{"cmd": "x'))
-        executor.finish()
-        (result,) = [r async for r in executor.results]
+    (result,) = await run_calls(
+        [make_tool("Read", log)], [ToolUseBlock("toolu_1", "Read", {}, invalid_input='{"cmd": "x')]
+    )
     assert log.events == []
     assert result.is_error
     assert result.content == (
@@ -233,7 +233,7 @@ async def test_results_arrive_in_add_order(autojump_clock: trio.testing.MockCloc
         executor.add_tool(call(1, "Slow"))
         executor.add_tool(call(2, "Fast"))
         executor.finish()
-        got = await collect(executor)
+        got = await timed_results(executor)
     assert [(t, r.tool_use_id) for t, r in got] == [(5, "toolu_1"), (5, "toolu_2")]
 
 
@@ -300,16 +300,13 @@ async def test_unknown_tool_is_answered_at_once(autojump_clock: trio.testing.Moc
     ],
 )
 async def test_failing_tools_give_error_results(
-    autojump_clock: trio.testing.MockClock, outcome: str, content: str
+    autojump_clock: trio.testing.MockClock, outcome: str, content: str, run_calls: Any
 ) -> None:
-    async with open_tool_executor([make_tool("T", Log(), outcome=outcome)]) as executor:
-        executor.add_tool(call(1, "T", "x"))
-        executor.finish()
-        (result,) = [r async for r in executor.results]
+    (result,) = await run_calls([make_tool("T", Log(), outcome=outcome)], [call(1, "T", "x")])
     assert result == ToolResult("toolu_1", content, is_error=True, started=True)
 
 
-async def test_raise_without_message_and_list_of_blocks() -> None:
+async def test_raise_without_message_and_list_of_blocks(run_calls: Any) -> None:
     async def bare(input: Mapping[str, Any], ctx: ToolContext) -> str:
         raise KeyError
 
@@ -324,11 +321,9 @@ async def test_raise_without_message_and_list_of_blocks() -> None:
         Tool("Blocks", "d", SCHEMA, blocks),
         Tool("BadList", "d", SCHEMA, bad_list),
     ]
-    async with open_tool_executor(tools) as executor:
-        for i, name in enumerate(["Bare", "Blocks", "BadList"]):
-            executor.add_tool(call(i, name))
-        executor.finish()
-        got = [r async for r in executor.results]
+    got = await run_calls(
+        tools, [call(i, name) for i, name in enumerate(["Bare", "Blocks", "BadList"])]
+    )
     assert got[0].content == "Error: Bare raised KeyError"
     assert got[1] == ToolResult(
         "toolu_1", (TextBlock("a"), TextBlock("b")), is_error=False, started=True
@@ -358,7 +353,7 @@ async def test_sibling_error_cancels_the_batch_but_not_the_turn(
             await trio.sleep(2)
             executor.add_tool(call(4, "Read", "late"))  # added after the error
             executor.finish()
-            got = await collect(executor)
+            got = await timed_results(executor)
     assert not turn.cancelled_caught
     assert log.starts() == {"long read": 0, "mkdir x": 0}
     assert "long read" in {n for _, w, n in log.events if w == "cancelled"}
@@ -385,32 +380,26 @@ async def test_sibling_error_cancels_the_batch_but_not_the_turn(
 
 
 async def test_errors_of_non_cascading_tools_do_not_cancel(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, run_calls: Any
 ) -> None:
     log = Log()
     tools = [make_tool("Read", log, duration=3), make_tool("Grep", log, outcome="raise")]
-    async with open_tool_executor(tools) as executor:
-        executor.add_tool(call(1, "Read"))
-        executor.add_tool(call(2, "Grep"))
-        executor.finish()
-        got = [r async for r in executor.results]
+    got = await run_calls(tools, [call(1, "Read"), call(2, "Grep")])
     assert got[0].content == "Read ok"
     assert got[1].is_error
 
 
 async def test_denied_cascading_tool_does_not_cancel_siblings(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, run_calls: Any
 ) -> None:
     async def deny(tool: Tool, input: Mapping[str, Any], ctx: ToolContext) -> Any:
         return Deny("no bash") if tool.name == "Bash" else Allow()
 
     log = Log()
     tools = [make_tool("Read", log, duration=3), make_tool("Bash", log, cascade=True)]
-    async with open_tool_executor(tools, options=TurnOptions(can_use_tool=deny)) as executor:
-        executor.add_tool(call(1, "Read"))
-        executor.add_tool(call(2, "Bash"))
-        executor.finish()
-        got = [r async for r in executor.results]
+    got = await run_calls(
+        tools, [call(1, "Read"), call(2, "Bash")], options=TurnOptions(can_use_tool=deny)
+    )
     assert got == [
         ToolResult("toolu_1", "Read ok", is_error=False, started=True),
         ToolResult("toolu_2", "no bash", is_error=True),
@@ -519,7 +508,7 @@ async def test_interrupt_cancels_only_cancel_tools(autojump_clock: trio.testing.
         executor.add_tool(call(4, "Bash", "later"))
         executor.add_tool(call(5, "Read", "later read"))
         executor.finish()
-        got = await collect(executor)
+        got = await timed_results(executor)
     by_id = {r.tool_use_id: (t, r) for t, r in got}
     assert by_id["toolu_1"][1].abort_reason is AbortReason.INTERRUPT
     assert by_id["toolu_1"][1].started
@@ -557,7 +546,7 @@ async def test_permission_allow_with_updated_input_and_deny(
         ex.add_tool(call(2, "Bash", "rm"))
         ex.add_tool(call(3, "Bash", "bad"))
         ex.finish()
-        got = await collect(ex)
+        got = await timed_results(ex)
     assert asked == [
         ("toolu_1", {"cmd": "ls"}),
         ("toolu_2", {"cmd": "rm"}),
@@ -631,7 +620,7 @@ async def test_reject_without_turn_scope_cancels_the_batch(
         await trio.sleep(10)
         ex.add_tool(call(3, "Read", "late"))
         ex.finish()
-        got = await collect(ex)
+        got = await timed_results(ex)
     assert [r.abort_reason for _, r in got] == [
         None,
         AbortReason.PERMISSION_REJECTED,
@@ -701,7 +690,7 @@ async def test_skip_unstarted_answers_queued_calls_and_leaves_running_ones(
         assert executor.statistics() == trio_agent.ExecutorStatistics(0, 1, 2, 1)
         executor.add_tool(call(4, "Read", "r4"))  # not sticky: queued behind w1 as usual
         executor.finish()
-        got = await collect(executor)
+        got = await timed_results(executor)
     assert log.starts() == {"w1": 0, "r4": 2}
     assert log.ends() == {"w1": 2, "r4": 3}
     skipped = ToolResult("toolu_2", "Not run: refused.", is_error=True)
@@ -1000,7 +989,7 @@ async def test_a_tool_turning_its_cancellation_into_an_error_does_not_cascade(
 
 
 async def test_two_cascading_failures_at_once_blame_the_first(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, run_calls: Any
 ) -> None:
     seq = trio.testing.Sequencer()
 
@@ -1027,11 +1016,7 @@ async def test_two_cascading_failures_at_once_blame_the_first(
         failing("A", 0),
         Tool("B", "d", SCHEMA, late_failure, concurrency_safe=True, cancels_siblings_on_error=True),
     ]
-    async with open_tool_executor(tools) as ex:
-        ex.add_tool(call(1, "A"))
-        ex.add_tool(call(2, "B"))
-        ex.finish()
-        got = [r async for r in ex.results]
+    got = await run_calls(tools, [call(1, "A"), call(2, "B")])
     assert got[0].content == "A failed"
     assert got[1].abort_reason is AbortReason.SIBLING_ERROR
     assert "A()" in str(got[1].content)

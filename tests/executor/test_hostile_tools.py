@@ -41,15 +41,6 @@ def use(i: int, name: str) -> ToolUseBlock:
     return ToolUseBlock(f"toolu_{i}", name, {})
 
 
-async def run_one(tool: Tool, **kw: Any) -> ToolResult:
-    async with open_tool_executor([tool], **kw) as executor:
-        executor.add_tool(use(0, tool.name))
-        executor.finish()
-        results = [r async for r in executor.results]
-    (result,) = results
-    return result
-
-
 def returning(value: Any, **kw: Any) -> Tool:
     async def run(input: Mapping[str, Any], ctx: ToolContext) -> Any:
         return value
@@ -78,12 +69,12 @@ class Nasty(Exception):
 
 @pytest.mark.parametrize(("str_raises", "repr_raises"), [(True, False), (True, True)])
 async def test_tool_exception_whose_str_raises_is_an_error_result(
-    str_raises: bool, repr_raises: bool
+    str_raises: bool, repr_raises: bool, run_calls: Any
 ) -> None:
     async def run(input: Mapping[str, Any], ctx: ToolContext) -> str:
         raise Nasty(str_raises, repr_raises)
 
-    result = await run_one(Tool("T", "d", SCHEMA, run))
+    (result,) = await run_calls([Tool("T", "d", SCHEMA, run)], [use(0, "T")])
     assert result.is_error
     assert result.started
     assert isinstance(result.content, str)
@@ -94,7 +85,7 @@ async def test_tool_exception_whose_str_raises_is_an_error_result(
 
 @pytest.mark.parametrize(("str_raises", "repr_raises"), [(True, False), (True, True)])
 async def test_permission_check_exception_whose_str_raises_is_a_denial(
-    str_raises: bool, repr_raises: bool
+    str_raises: bool, repr_raises: bool, run_calls: Any
 ) -> None:
     ran: list[str] = []
 
@@ -105,8 +96,8 @@ async def test_permission_check_exception_whose_str_raises_is_a_denial(
     async def can_use_tool(tool: Tool, input: Mapping[str, Any], ctx: ToolContext) -> Any:
         raise Nasty(str_raises, repr_raises)
 
-    result = await run_one(
-        Tool("T", "d", SCHEMA, run), options=TurnOptions(can_use_tool=can_use_tool)
+    (result,) = await run_calls(
+        [Tool("T", "d", SCHEMA, run)], [use(0, "T")], options=TurnOptions(can_use_tool=can_use_tool)
     )
     assert ran == []
     assert result.is_error
@@ -147,7 +138,7 @@ GOOD_BLOCKS = st.sampled_from(
     position=st.integers(0, 3),
 )
 def test_invalid_returns_are_error_results_naming_tool_and_type(
-    bad: Any, good: list[Any], shape: str, position: int
+    bad: Any, good: list[Any], shape: str, position: int, run_calls: Any
 ) -> None:
     items = list(good)
     items.insert(min(position, len(items)), bad)
@@ -157,7 +148,7 @@ def test_invalid_returns_are_error_results_naming_tool_and_type(
         "in ToolOutput": ToolOutput(bad),
         "list in ToolOutput": ToolOutput(items),
     }[shape]
-    result = run_virtual(lambda: run_one(returning(value)))
+    (result,) = run_virtual(lambda: run_calls([returning(value)], [use(0, "T")]))
     assert result.is_error
     assert result.started
     assert isinstance(result.content, str)
@@ -167,9 +158,11 @@ def test_invalid_returns_are_error_results_naming_tool_and_type(
 
 @settings(max_examples=30, deadline=None)
 @given(good=st.lists(GOOD_BLOCKS, max_size=4), wrap=st.booleans())
-def test_result_blocks_the_api_accepts_are_kept(good: list[Any], wrap: bool) -> None:
+def test_result_blocks_the_api_accepts_are_kept(
+    good: list[Any], wrap: bool, run_calls: Any
+) -> None:
     value = ToolOutput(good) if wrap else good
-    result = run_virtual(lambda: run_one(returning(value)))
+    (result,) = run_virtual(lambda: run_calls([returning(value)], [use(0, "T")]))
     assert result == ToolResult("toolu_0", tuple(good), started=True)
 
 
@@ -184,12 +177,14 @@ def test_result_blocks_the_api_accepts_are_kept(good: list[Any], wrap: bool) -> 
     as_blocks=st.booleans(),
 )
 def test_results_are_capped_with_a_note_of_the_cut(
-    size: int, cap: int, tool_cap: int | None, as_blocks: bool
+    size: int, cap: int, tool_cap: int | None, as_blocks: bool, run_calls: Any
 ) -> None:
     text = "".join(chr(0x61 + i % 26) for i in range(size))
     value: Any = [TextBlock(text[: size // 2]), TextBlock(text[size // 2 :])] if as_blocks else text
     tool = returning(value, max_result_chars=tool_cap)
-    result = run_virtual(lambda: run_one(tool, options=TurnOptions(max_result_chars=cap)))
+    (result,) = run_virtual(
+        lambda: run_calls([tool], [use(0, "T")], options=TurnOptions(max_result_chars=cap))
+    )
     limit = tool_cap if tool_cap is not None else cap
     content = result.content
     if isinstance(content, str):
@@ -313,7 +308,7 @@ async def test_progress_is_delivered_at_once_to_a_waiting_reader(
 
 @pytest.mark.parametrize("depth", [150, 201, 5000])
 async def test_deep_input_added_directly_is_an_error_result_not_a_recursion_error(
-    depth: int,
+    depth: int, run_calls: Any
 ) -> None:
     ran: list[int] = []
 
@@ -325,10 +320,7 @@ async def test_deep_input_added_directly_is_an_error_result_not_a_recursion_erro
     for _ in range(depth - 1):
         deep = [deep]
     tool = Tool("T", "d", {"type": "object", "properties": {"a": {}}}, run)
-    async with open_tool_executor([tool]) as executor:
-        executor.add_tool(ToolUseBlock("toolu_0", "T", {"a": deep}))
-        executor.finish()
-        (result,) = [r async for r in executor.results]
+    (result,) = await run_calls([tool], [ToolUseBlock("toolu_0", "T", {"a": deep})])
     if depth <= 200:
         assert result.content == "ran"
     else:

@@ -9,7 +9,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_agent import Tool, ToolContext, ToolUseBlock, open_tool_executor
+from trio_agent import Tool, ToolContext, ToolUseBlock
 from trio_agent._tools import plain_json
 
 values = st.recursive(
@@ -25,7 +25,7 @@ values = st.recursive(
 @settings(max_examples=40, deadline=None)
 @given(st.dictionaries(st.text(max_size=4), values, max_size=4), st.booleans())
 def test_the_safety_check_and_the_tool_get_the_same_plain_input(
-    raw: dict[str, Any], check_raises: bool
+    run_calls: Any, raw: dict[str, Any], check_raises: bool
 ) -> None:
     checked: list[Mapping[str, Any]] = []
     ran: list[Mapping[str, Any]] = []
@@ -43,11 +43,9 @@ def test_the_safety_check_and_the_tool_get_the_same_plain_input(
     tool = Tool("T", "d", {"type": "object"}, run, concurrency_safe=safe)
 
     async def main() -> None:
-        async with open_tool_executor([tool]) as executor:
-            executor.add_tool(ToolUseBlock("toolu_1", "T", raw))
-            executor.add_tool(ToolUseBlock("toolu_2", "T", raw))
-            executor.finish()
-            results = [r async for r in executor.results]
+        results = await run_calls(
+            [tool], [ToolUseBlock("toolu_1", "T", raw), ToolUseBlock("toolu_2", "T", raw)]
+        )
         assert [r.is_error for r in results] == [False, False]
 
     trio.run(main)

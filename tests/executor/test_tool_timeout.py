@@ -24,7 +24,6 @@ from trio_agent import (
     TurnEnd,
     TurnEndReason,
     TurnOptions,
-    open_tool_executor,
 )
 from trio_agent.testing import ScriptedAnswer, ScriptedModel
 
@@ -44,18 +43,6 @@ def sleeper(name: str, log: dict[str, float], **kw: Any) -> Tool:
     return Tool(name, "Sleeps.", SCHEMA, run, concurrency_safe=True, **kw)
 
 
-async def run_calls(
-    tools: list[Tool], blocks: list[ToolUseBlock], **kw: Any
-) -> dict[str, ToolResult]:
-    async with open_tool_executor(tools, **kw) as executor:
-        for block in blocks:
-            executor.add_tool(block)
-        executor.finish()
-        results = [r async for r in executor.results]
-    assert [r.tool_use_id for r in results] == [b.id for b in blocks]  # each answered once
-    return {r.tool_use_id: r for r in results}
-
-
 # Durations are whole seconds and timeouts end in .5: never a tie.
 CALLS = st.lists(
     st.tuples(st.integers(0, 6), st.none() | st.integers(0, 5).map(lambda n: n + 0.5)),
@@ -67,13 +54,13 @@ CALLS = st.lists(
 @settings(max_examples=40, deadline=None)
 @given(CALLS, st.none() | st.integers(0, 5).map(lambda n: n + 0.5))
 def test_each_call_runs_until_done_or_its_timeout(
-    calls: list[tuple[int, float | None]], default: float | None
+    run_calls: Any, calls: list[tuple[int, float | None]], default: float | None
 ) -> None:
     log: dict[str, float] = {}
     tools = [sleeper(f"T{i}", log, timeout=timeout) for i, (_, timeout) in enumerate(calls)]
     blocks = [ToolUseBlock(f"c{i}", f"T{i}", {"seconds": s}) for i, (s, _) in enumerate(calls)]
 
-    async def main() -> dict[str, ToolResult]:
+    async def main() -> list[ToolResult]:
         return await run_calls(
             tools, blocks, options=TurnOptions(tool_timeout=default, max_tool_concurrency=10)
         )
@@ -81,7 +68,7 @@ def test_each_call_runs_until_done_or_its_timeout(
     results = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     for i, (seconds, timeout) in enumerate(calls):
         limit = timeout if timeout is not None else default
-        result = results[f"c{i}"]
+        result = results[i]
         assert result.started
         if limit is not None and limit < seconds:
             assert result.is_error
@@ -92,7 +79,9 @@ def test_each_call_runs_until_done_or_its_timeout(
             assert log[f"c{i}"] == seconds
 
 
-async def test_the_permission_wait_does_not_count(autojump_clock: trio.testing.MockClock) -> None:
+async def test_the_permission_wait_does_not_count(
+    autojump_clock: trio.testing.MockClock, run_calls: Any
+) -> None:
     log: dict[str, float] = {}
     asked: list[str] = []
 
@@ -101,32 +90,32 @@ async def test_the_permission_wait_does_not_count(autojump_clock: trio.testing.M
         await trio.sleep(10)
         return Allow()
 
-    results = await run_calls(
+    (result,) = await run_calls(
         [sleeper("T", log, timeout=2)],
         [ToolUseBlock("a", "T", {"seconds": 1})],
         options=TurnOptions(can_use_tool=slow_yes),
     )
     assert asked == ["a"]
-    assert results["a"].content == "slept 1"
+    assert result.content == "slept 1"
     assert log["a"] == 11
 
 
 async def test_a_timed_out_cascading_tool_cancels_its_siblings(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, run_calls: Any
 ) -> None:
     log: dict[str, float] = {}
-    results = await run_calls(
+    bash, other = await run_calls(
         [sleeper("Bash", log, timeout=1, cancels_siblings_on_error=True), sleeper("T", log)],
         [ToolUseBlock("b", "Bash", {"seconds": 5}), ToolUseBlock("t", "T", {"seconds": 5})],
     )
-    assert results["b"].content == "Error: Bash timed out after 1 s"
-    assert results["t"].is_error
-    assert "Bash" in str(results["t"].content)
+    assert bash.content == "Error: Bash timed out after 1 s"
+    assert other.is_error
+    assert "Bash" in str(other.content)
     assert log == {"b": 1, "t": 1}
 
 
 async def test_a_timed_out_sync_tool_is_answered_at_its_deadline(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, run_calls: Any
 ) -> None:
     release = threading.Event()
 
@@ -137,8 +126,8 @@ async def test_a_timed_out_sync_tool_is_answered_at_its_deadline(
         return "never seen"
 
     try:
-        results = await run_calls([stuck], [ToolUseBlock("s", "stuck", {})])
-        assert results["s"].content == "Error: stuck timed out after 3 s"
+        (result,) = await run_calls([stuck], [ToolUseBlock("s", "stuck", {})])
+        assert result.content == "Error: stuck timed out after 3 s"
         assert trio.current_time() == 3
     finally:
         release.set()
