@@ -165,7 +165,9 @@ async def test_stream_items_and_request(autojump_clock: trio.testing.MockClock) 
         {"type": "object"},
         run=lambda i, c: None,  # pyright: ignore
     )
-    items = await collect(client(model), system="be brief", tools=[tool], temperature=0.5)
+    items = await collect(
+        client(model), system="be brief", tools=[tool], extra_body={"temperature": 0.5}
+    )
 
     (request,) = model.requests
     assert (request.headers["host"], request.path) == ("api.test", "/v1/messages")

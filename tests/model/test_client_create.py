@@ -36,7 +36,7 @@ async def test_create_sends_stream_false_and_returns_the_message(autojump_clock:
     scripted = ScriptedModel([ANSWER])
     client = scripted.client(retry=EXACT)
     assert isinstance(client, RecoverableModelClient)
-    result = await create(client, temperature=0.5)
+    result = await create(client, extra_body={"temperature": 0.5})
     assert result.message == ANSWER.message
     assert result.ttft is None
     assert result.statistics.retries == 0

@@ -119,7 +119,7 @@ def test_openai_reasoning_is_left_out_when_switching_to_anthropic(
 def test_an_unknown_anthropic_block_still_round_trips() -> None:
     container = ta.OpaqueBlock({"type": "container_upload", "file_id": "file_1"})
     message = ta.AssistantMessage("msg_1", "claude", [ta.TextBlock("hi"), container])
-    body = ta.AnthropicClient.build_request_body(
+    body = ta.AnthropicClient(api_key="k").build_request_body(
         model="m", max_tokens=8, messages=[ta.UserMessage("a"), message, ta.UserMessage("b")]
     )
     assert body["messages"][1]["content"] == [
@@ -131,7 +131,7 @@ def test_an_unknown_anthropic_block_still_round_trips() -> None:
 def test_the_history_itself_is_not_changed() -> None:
     reasoning = _reasoning(1)
     message = ta.AssistantMessage("resp_1", "gpt", [reasoning, ta.TextBlock("answer")])
-    body = ta.AnthropicClient.build_request_body(
+    body = ta.AnthropicClient(api_key="k").build_request_body(
         model="m", max_tokens=8, messages=[ta.UserMessage("a"), message, ta.UserMessage("b")]
     )
     assert body["messages"][1]["content"] == [{"type": "text", "text": "answer"}]

@@ -1,11 +1,16 @@
 """Layer 1, the model: bytes from a model API in, stream items out.
 
 SSE parsing (:mod:`._sse`), the pure :class:`MessageAccumulator`, the retry policy,
-the stall meter, typed errors from answers, :class:`AnthropicClient` and
-:class:`OpenAIClient` (Responses or Chat Completions, converted at its own edge); the
-layers above depend only on the :class:`ModelClient` protocol and the stream items.
+the stall meter, typed errors from answers, and the clients: one base
+(``_client.ProviderClient``: ``stream()`` and ``create()`` once, over the read path of
+``_http_stream``) and one :class:`~._provider.Provider` per API, which says only what
+differs (``_provider.py``): :class:`AnthropicClient` (the Messages API,
+``_anthropic.py``) and :class:`OpenAIClient` (``_openai.py``: the Responses API,
+``_openai_responses.py``, or Chat Completions, ``_openai_chat.py``). The layers above
+depend only on the :class:`ModelClient` protocol and the stream items.
 """
 
+from .._retry import RetryPolicy as RetryPolicy
 from ._accumulate import AccumulatorStatistics as AccumulatorStatistics
 from ._accumulate import MessageAccumulator as MessageAccumulator
 from ._accumulate import StreamLimits as StreamLimits
@@ -17,7 +22,7 @@ from ._openai import OpenAIClient as OpenAIClient
 from ._protocol import ModelClient as ModelClient
 from ._protocol import RecoverableModelClient as RecoverableModelClient
 from ._protocol import RetryObserver as RetryObserver
-from .._retry import RetryPolicy as RetryPolicy
+from ._protocol import StreamArguments as StreamArguments
 from ._sse import SSEParser as SSEParser
 from ._stream import StreamEvent as StreamEvent
 from ._stream import StreamItem as StreamItem

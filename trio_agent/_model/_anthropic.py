@@ -7,40 +7,37 @@ Example::
         async with client.stream(model="claude-sonnet-4-5", max_tokens=1024,
                                  messages=[trio_agent.UserMessage("Hi")]) as items:
             async for item in items:
-                if isinstance(item, trio_agent.StreamEvent) and item.text_delta:
+                if isinstance(item, trio_agent.lowlevel.StreamEvent) and item.text_delta:
                     print(item.text_delta, end="")
-                elif isinstance(item, trio_agent.StreamResult):
+                elif isinstance(item, trio_agent.lowlevel.StreamResult):
                     print(item.message.stop_reason, item.ttft)
 
-The request, retries, reads, idle watchdog and limits are those of every provider
-(:func:`open_http_stream`); this module says only what is Anthropic's: the URL, the
-headers, the typed errors, and that the events need no translation.
+``stream()`` and ``create()`` are those of every provider (:class:`ProviderClient`:
+the request, retries, reads, idle watchdog and limits); this module says only what is
+Anthropic's: the body (:class:`MessagesProvider`), that the events need no
+translation, the path, the typed errors, and the credentials' headers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, cast, final
 
 import attrs
 import httpx
-import trio
 
 from .._exceptions import APIStatusError, AuthenticationError
 from .._messages import AssistantMessage, ContentBlock, OpaqueBlock, UserMessage
+from .._retry import RetryPolicy
 from .._tools import Tool
 from ._accumulate import MessageAccumulator, StreamLimits
-from ._create import create_with_retries
-from ._errors_http import RETRYABLE_ERROR_TYPES, error_from_response
-from ._http_stream import ProviderEdge, open_http_stream
-from ._pool import HTTPPool, PooledClient
-from ._protocol import RetryObserver
-from .._retry import RetryPolicy
-from ._stream import StreamItem, StreamResult
+from ._client import ProviderClient
+from ._errors_http import RETRYABLE_ERROR_TYPES
+from ._protocol import MessageLike
+from ._provider import ModelRequest, Provider
 
-__all__ = ["DEFAULT_BASE_URL", "AnthropicClient"]
+__all__ = ["DEFAULT_BASE_URL", "AnthropicClient", "MessagesProvider"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -57,7 +54,7 @@ def _foreign(block: ContentBlock) -> bool:
     return isinstance(block, OpaqueBlock) and block.type in _FOREIGN_BLOCK_TYPES
 
 
-def _message_params(messages: Sequence[Any]) -> list[dict[str, Any]]:
+def _message_params(messages: Sequence[MessageLike]) -> list[dict[str, Any]]:
     """The wire form of *messages*; an assistant message's foreign blocks left out (and
     the message itself, if nothing else was in it: the API joins the turns around it)."""
     params: list[dict[str, Any]] = []
@@ -87,10 +84,6 @@ def _tool_param(tool: Any) -> dict[str, Any]:
     raise TypeError(f"a tool must be a Tool or dict, not {tool!r}")
 
 
-def _retryable_in_stream(exc: APIStatusError) -> bool:
-    return exc.error_type in RETRYABLE_ERROR_TYPES
-
-
 @final
 class _MessagesDecoder:
     """Messages API events are already canonical: decoded, never translated."""
@@ -111,8 +104,50 @@ class _MessagesDecoder:
 
 
 @final
-class AnthropicClient(PooledClient):
-    """A streaming client for the Anthropic Messages API.
+class MessagesProvider(Provider):
+    """The Anthropic Messages API (``POST /v1/messages``) as a :class:`Provider`."""
+
+    path = "/v1/messages"
+
+    def request_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        """The JSON body of a Messages API request.
+
+        Blocks another provider wrote that the Messages API has no form for are left
+        out (an OpenAI ``reasoning`` item), so a history can move from
+        :class:`OpenAIClient` to this client mid-conversation.
+        """
+        body: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": _message_params(request.messages),
+        }
+        system = request.system
+        if system is not None:
+            body["system"] = system if isinstance(system, str) else [dict(s) for s in system]
+        if request.tools:
+            body["tools"] = [_tool_param(t) for t in request.tools]
+        if request.extra_body:
+            body.update(request.extra_body)
+        body["stream"] = stream
+        return body
+
+    def decoder(self, accumulator: MessageAccumulator) -> _MessagesDecoder:
+        return _MessagesDecoder(accumulator)
+
+    def answer(self, data: Any, limits: StreamLimits) -> AssistantMessage:
+        """A Messages API message object → the canonical message."""
+        if not isinstance(data, dict) or data.get("type") != "message":
+            raise ValueError("not a message object")
+        return AssistantMessage.from_api(cast("dict[str, Any]", data))
+
+    def retryable_in_stream(self, exc: APIStatusError) -> bool:
+        return exc.error_type in RETRYABLE_ERROR_TYPES
+
+
+@final
+class AnthropicClient(ProviderClient):
+    """A streaming client for the Anthropic Messages API (a :class:`ProviderClient`
+    over :class:`MessagesProvider`: ``stream()``, ``create()``, ``build_request_body()``).
 
     ``async with AnthropicClient() as client:`` shares one connection pool across
     every stream and :meth:`create` until the block ends (then the client is closed);
@@ -160,22 +195,21 @@ class AnthropicClient(PooledClient):
         default_headers: Mapping[str, str] | None = None,
         auth_token: str | None = None,
     ) -> None:
-        if idle_timeout <= 0 or stall_timeout <= 0 or connect_timeout <= 0:
-            raise ValueError("timeouts must be positive")
+        super().__init__(
+            MessagesProvider(),
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL,
+            http_client=http_client,
+            retry=retry,
+            idle_timeout=idle_timeout,
+            stall_timeout=stall_timeout,
+            connect_timeout=connect_timeout,
+            limits=limits,
+            default_headers=default_headers,
+        )
         self._api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         self._auth_token = (
             auth_token if auth_token is not None else os.environ.get("ANTHROPIC_AUTH_TOKEN")
         )
-        self.base_url = (
-            base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
-        ).rstrip("/")
-        self._pool = HTTPPool(http_client, connect_timeout=connect_timeout, owner="AnthropicClient")
-        self.retry = retry if retry is not None else RetryPolicy()
-        self.idle_timeout = idle_timeout
-        self.stall_timeout = stall_timeout
-        self.connect_timeout = connect_timeout
-        self.limits = limits if limits is not None else StreamLimits()
-        self.default_headers = dict(default_headers or {})
 
     def __repr__(self) -> str:
         key = "None" if self._api_key is None else "'<redacted>'"
@@ -220,127 +254,3 @@ class AnthropicClient(PooledClient):
             headers.pop(name.lower(), None)
             headers[name] = value
         return headers
-
-    @staticmethod
-    def build_request_body(
-        *,
-        model: str,
-        messages: Sequence[UserMessage | AssistantMessage | Mapping[str, Any]],
-        max_tokens: int,
-        system: str | Sequence[Mapping[str, Any]] | None = None,
-        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-        **params: Any,
-    ) -> dict[str, Any]:
-        """The JSON body of a streaming Messages API request.
-
-        Blocks another provider wrote that the Messages API has no form for are left
-        out (an OpenAI ``reasoning`` item), so a history
-        can move from :class:`OpenAIClient` to this client mid-conversation.
-        """
-        body: dict[str, Any] = {
-            "model": model,
-            "max_tokens": max_tokens,
-            "messages": _message_params(messages),
-        }
-        if system is not None:
-            body["system"] = system if isinstance(system, str) else [dict(s) for s in system]
-        if tools:
-            body["tools"] = [_tool_param(t) for t in tools]
-        body.update(params)
-        body["stream"] = True
-        return body
-
-    def stream(
-        self,
-        *,
-        model: str,
-        messages: Sequence[UserMessage | AssistantMessage | Mapping[str, Any]],
-        max_tokens: int,
-        system: str | Sequence[Mapping[str, Any]] | None = None,
-        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-        on_retry: RetryObserver | None = None,
-        **params: Any,
-    ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]:
-        """Stream one answer: ``async with client.stream(...) as items:``.
-
-        Yields every :class:`StreamEvent` as it arrives; at each ``content_block_stop``
-        an :class:`AssistantMessage` holding just the finished block; and last a
-        :class:`StreamResult` with the whole message, TTFT and statistics.
-
-        *on_retry* is called with the error before each retry; when it returns
-        False the error is raised instead.
-
-        Raises:
-            AuthenticationError: no credentials (on entering the block, before
-                anything is sent), or a 401 answer.
-            ClientClosedError: the client was closed (on entering the block).
-            APIStatusError: an HTTP error or in-stream ``error`` event (typed by status
-                or error type), after the retries the policy allows.
-            APIConnectionError: no response, after the retries.
-            StreamIdleTimeoutError: no byte for ``idle_timeout`` seconds.
-            StreamTruncatedError: the stream ended before ``message_stop``.
-            StreamProtocolError: not an SSE response, or an event broke the protocol.
-            StreamLimitError: an event, a tool input or the block count was too big.
-        """
-        body = self.build_request_body(
-            model=model,
-            messages=messages,
-            max_tokens=max_tokens,
-            system=system,
-            tools=tools,
-            **params,
-        )
-        return open_http_stream(self, self._edge, body, self._pool, on_retry)
-
-    def _edge(self) -> ProviderEdge:
-        return ProviderEdge(
-            url=f"{self.base_url}/v1/messages",
-            headers=self._headers(),
-            error_from_response=error_from_response,
-            retryable_in_stream=_retryable_in_stream,
-            decoder=_MessagesDecoder,
-        )
-
-    async def create(
-        self,
-        *,
-        model: str,
-        messages: Sequence[UserMessage | AssistantMessage | Mapping[str, Any]],
-        max_tokens: int,
-        system: str | Sequence[Mapping[str, Any]] | None = None,
-        tools: Sequence[Tool | Mapping[str, Any]] | None = None,
-        on_retry: RetryObserver | None = None,
-        **params: Any,
-    ) -> StreamResult:
-        """One non-streaming request (``stream: false``): the whole answer at once.
-
-        The loop's last resort after streamed attempts failed mid-stream (as Claude
-        Code's non-streaming fallback). Retried like :meth:`stream`; the result has
-        no TTFT and only the ``retries`` statistic.
-
-        Raises:
-            AuthenticationError: no credentials (before anything is sent), or a 401.
-            ClientClosedError: the client was closed.
-            APIStatusError: an HTTP error, after the retries the policy allows.
-            APIConnectionError: no response, after the retries.
-            APITimeoutError: no answer within 600 s.
-            StreamProtocolError: the body is not a Messages API message.
-        """
-        body = self.build_request_body(
-            model=model,
-            messages=messages,
-            max_tokens=max_tokens,
-            system=system,
-            tools=tools,
-            **params,
-        )
-        body["stream"] = False
-        edge = self._edge()  # no credentials: raised here, before anything is sent
-        return await create_with_retries(self._pool, edge, body, self.retry, on_retry, _message)
-
-
-def _message(data: Any) -> AssistantMessage:
-    """A Messages API message object → the canonical message."""
-    if not isinstance(data, dict) or data.get("type") != "message":
-        raise ValueError("not a message object")
-    return AssistantMessage.from_api(cast("dict[str, Any]", data))

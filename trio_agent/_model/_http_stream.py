@@ -1,10 +1,12 @@
 """One read path for every provider: request, retry, read, idle/stall watch, limits.
 
-A provider says only what differs at its edge (:class:`ProviderEdge`): where the
-request goes and with which headers, how an HTTP error answer and an error inside the
-stream are typed, and how one SSE event's data becomes canonical (Messages API) stream
-events for the shared :class:`MessageAccumulator`. Everything else is here, once:
-:func:`open_http_stream` gives the channel of :class:`StreamItem`.
+A provider says only what differs at its edge (:class:`ProviderEdge` and its
+:class:`Provider`, ``_provider.py``): where the request goes and with which headers,
+how an HTTP error answer and an error inside the stream are typed, and how one SSE
+event's data becomes canonical (Messages API) stream events for the shared
+:class:`MessageAccumulator`. Everything else is here, once: :func:`open_http_stream`
+gives the channel of :class:`StreamItem`, and every HTTP attempt of it is one
+:class:`_HttpAttempt` (not to be confused with the loop's ``Attempt``, one model call).
 
 The stream is read in the task that receives from it: ``receive()`` hands out the items
 of the last network read one at a time and, when none is left, reads the next chunk
@@ -20,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any, Protocol, final
 
 import attrs
@@ -38,21 +40,16 @@ from .._exceptions import (
     excerpt,
 )
 from .._messages import AssistantMessage
+from .._retry import RetryPolicy
 from ._accumulate import MessageAccumulator, StreamLimits
 from ._pool import HTTPPool
 from ._protocol import RetryObserver
-from .._retry import RetryPolicy
+from ._provider import ProviderEdge
 from ._sse import ResponseReader, SSEParser
 from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics
 from ._watchdog import StallMeter, fail_after_parked
 
-__all__ = [
-    "EventDecoder",
-    "ProviderEdge",
-    "StreamSettings",
-    "open_http_stream",
-    "request_errors",
-]
+__all__ = ["MAX_ERROR_BODY", "StreamSettings", "open_http_stream", "request_errors"]
 
 logger = logging.getLogger("trio_agent.client")
 
@@ -77,64 +74,6 @@ class StreamSettings(Protocol):
     limits: StreamLimits
 
 
-class EventDecoder(Protocol):
-    """One attempt's translation of SSE event data into canonical stream events."""
-
-    def translate(self, data: str) -> Sequence[dict[str, Any]]:
-        """The canonical events one SSE event's data stands for (maybe none).
-
-        Raises:
-            TrioAgentError: bad data (typed: limit, protocol, an in-stream API error).
-        """
-        ...
-
-    def events(self) -> int:
-        """SSE events read so far."""
-        ...
-
-    def statistics(self) -> tuple[int, int, int]:
-        """``(events, pings, ignored)`` for :class:`StreamStatistics`."""
-        ...
-
-
-class ErrorFromResponse(Protocol):
-    def __call__(
-        self,
-        status_code: int,
-        content: bytes,
-        *,
-        headers: Mapping[str, str] | None = None,
-        request_id: str | None = None,
-    ) -> APIStatusError: ...
-
-
-@attrs.frozen
-class ProviderEdge:
-    """What one provider's streamed request differs in.
-
-    Attributes:
-        url: where the request is POSTed.
-        headers: its headers (the API key included: never logged).
-        error_from_response: the typed error for an HTTP error answer.
-        retryable_in_stream: whether an error inside a 200 stream is worth a retry.
-        decoder: a fresh :class:`EventDecoder` for an attempt, feeding this accumulator.
-        request_id_headers: the answer headers that carry the request id, in order.
-        end: what a complete stream ends with (for the truncation message).
-    """
-
-    url: str
-    headers: Mapping[str, str] = attrs.field(repr=False)
-    error_from_response: ErrorFromResponse
-    retryable_in_stream: Callable[[APIStatusError], bool]
-    decoder: Callable[[MessageAccumulator], EventDecoder]
-    request_id_headers: tuple[str, ...] = ("request-id",)
-    end: str = "message_stop"
-
-    def request_id(self, headers: httpx.Headers) -> str | None:
-        """The request id an answer's *headers* carry (the first non-empty one)."""
-        return next((value for n in self.request_id_headers if (value := headers.get(n))), None)
-
-
 @contextlib.contextmanager
 def request_errors() -> Generator[None]:
     """httpx's errors while a request is sent, as the client's typed errors."""
@@ -144,19 +83,6 @@ def request_errors() -> Generator[None]:
         raise APITimeoutError(f"request timed out: {type(exc).__name__}") from exc
     except httpx.TransportError as exc:
         raise APIConnectionError(f"connection failed: {type(exc).__name__}: {exc}") from exc
-
-
-def retryable(exc: Exception, policy: RetryPolicy, edge: ProviderEdge) -> bool:
-    """Whether *exc*, met before any content was handed out, is worth a retry."""
-    # A read error or a body cut before any content (StreamTruncatedError) is as
-    # harmless to retry as a connection error before the headers.
-    if isinstance(exc, (APIConnectionError, StreamIdleTimeoutError, StreamTruncatedError)):
-        return True
-    if isinstance(exc, APIStatusError):
-        if exc.status_code is None:  # an error inside the stream
-            return edge.retryable_in_stream(exc)
-        return policy.should_retry(exc.status_code, exc.headers)
-    return False
 
 
 @contextlib.asynccontextmanager
@@ -220,7 +146,7 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
     def __init__(self, request: _Request) -> None:
         self._request = request
         self._retries = 0
-        self._attempt: _Attempt | None = None
+        self._attempt: _HttpAttempt | None = None
         self._attempt_stack: contextlib.AsyncExitStack | None = None
         self._items: list[StreamItem] = []
         self._next = 0
@@ -261,7 +187,7 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
             attempt = self._attempt
             try:
                 if attempt is None:
-                    attempt = _Attempt(self._request)
+                    attempt = _HttpAttempt(self._request)
                     self._attempt = attempt
                     self._attempt_stack = contextlib.AsyncExitStack()
                     await attempt.open(self._attempt_stack)
@@ -277,7 +203,7 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
                     attempt is None
                     or attempt.handed_out
                     or self._retries >= retry.max_retries
-                    or not retryable(exc, retry, self._request.edge)
+                    or not self._request.edge.retryable(exc, retry)
                     or (self._request.on_retry is not None and not self._request.on_retry(exc))
                 ):
                     self._finished = True
@@ -305,7 +231,7 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
 
     async def _end_attempt(self, *, drain: bool = False) -> None:
         """Close the current attempt's response (shielded, bounded), if any; with
-        *drain*, read the end of its body first (see :meth:`_Attempt.drain`)."""
+        *drain*, read the end of its body first (see :meth:`_HttpAttempt.drain`)."""
         stack, self._attempt_stack = self._attempt_stack, None
         attempt, self._attempt = self._attempt, None
         if stack is not None:
@@ -322,7 +248,7 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
         await trio.lowlevel.checkpoint()
 
 
-class _Attempt:
+class _HttpAttempt:
     """One HTTP request of a stream: open it, then turn its events into items."""
 
     def __init__(self, request: _Request) -> None:
@@ -334,7 +260,7 @@ class _Attempt:
         self.started = request.started
         self.idle_timeout = settings.idle_timeout
         self.accumulator = MessageAccumulator(settings.limits)
-        self.decoder = request.edge.decoder(self.accumulator)
+        self.decoder = request.edge.provider.decoder(self.accumulator)
         self.handed_out = False
         self.buffer: list[StreamItem] = []
         self.request_id: str | None = None
@@ -380,7 +306,7 @@ class _Attempt:
         self.request_id = edge.request_id(response.headers)
         if not response.is_success:
             content = await self._read_some(MAX_ERROR_BODY)
-            raise edge.error_from_response(
+            raise edge.provider.error_from_response(
                 response.status_code,
                 content,
                 headers=dict(response.headers),
@@ -466,7 +392,7 @@ class _Attempt:
         if self.eof:
             if self.decoder.events() == 0:
                 raise StreamTruncatedError("the stream ended without any event")
-            raise StreamTruncatedError(f"the stream ended before {self.edge.end}")
+            raise StreamTruncatedError(f"the stream ended before {self.edge.provider.end}")
         events = await self._read()
         if not events:
             return None

@@ -19,7 +19,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any, final
+from typing import Any, Unpack, final
 
 import attrs
 import trio
@@ -37,6 +37,7 @@ from .. import (
     block_from_api,
     message_from_api,
 )
+from .._model import StreamArguments
 from ._store import SqlSessionStore
 
 __all__ = ["TurnJournal", "current_turn_id", "idempotency_key"]
@@ -154,12 +155,12 @@ class _JournaledClient:
     journal: TurnJournal
 
     def stream(
-        self, **kwargs: Any
+        self, **request: Unpack[StreamArguments]
     ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]:
         index, answer = self.journal.next_call()
         if answer is not None:
             return _replay(answer)
-        return _recorded(self.inner, kwargs, self.journal, index)
+        return _recorded(self.inner, request, self.journal, index)
 
 
 @trio.as_safe_channel
@@ -171,9 +172,9 @@ async def _replay(message: AssistantMessage) -> AsyncGenerator[StreamItem]:
 
 @trio.as_safe_channel
 async def _recorded(
-    inner: ModelClient, kwargs: dict[str, Any], journal: TurnJournal, index: int
+    inner: ModelClient, request: StreamArguments, journal: TurnJournal, index: int
 ) -> AsyncGenerator[StreamItem]:
-    async with inner.stream(**kwargs) as items:
+    async with inner.stream(**request) as items:
         async for item in items:
             if isinstance(item, StreamResult):
                 await journal.record_answer(index, item.message)
