@@ -74,14 +74,6 @@ class Timed(httpx.AsyncBaseTransport):
         return await self.inner.handle_async_request(request)
 
 
-async def collect(client: AnthropicClient) -> list[Any]:
-    """Every item of one streamed request."""
-    async with client.stream(
-        model="claude-x", max_tokens=64, messages=[UserMessage("hi")]
-    ) as channel:
-        return [item async for item in channel]
-
-
 def timed_client(
     model: ScriptedModel, retry: RetryPolicy, **kw: Any
 ) -> tuple[AnthropicClient, Timed]:
@@ -133,6 +125,7 @@ def test_exact_retry_schedule_then_success_or_the_typed_error(
     should_retry: str | None,
     failures: int,
     max_retries: int,
+    collect: Any,
 ) -> None:
     form, headers = header
     headers = dict(headers)
@@ -177,7 +170,7 @@ def test_exact_retry_schedule_then_success_or_the_typed_error(
 )
 @pytest.mark.parametrize("json_body", [True, False])
 async def test_4xx_is_not_retried_and_carries_the_request_id(
-    autojump_clock: Any, status: int, error: type[APIStatusError], json_body: bool
+    autojump_clock: Any, status: int, error: type[APIStatusError], json_body: bool, collect: Any
 ) -> None:
     body = None if json_body else b"<html><body>413 Request Entity Too Large</body></html>"
     headers = {} if json_body else {"content-type": "text/html"}
@@ -200,7 +193,7 @@ async def test_4xx_is_not_retried_and_carries_the_request_id(
     ],
 )
 async def test_a_200_that_is_not_sse_is_a_protocol_error(
-    autojump_clock: Any, content_type: str, body: bytes
+    autojump_clock: Any, content_type: str, body: bytes, collect: Any
 ) -> None:
     model = ScriptedModel(
         [HTTPErrorAnswer(status=200, headers={"content-type": content_type}, body=body)]
