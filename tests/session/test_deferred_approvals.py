@@ -84,16 +84,8 @@ def read(i: str) -> ToolUseBlock:
     return ToolUseBlock(i, "Read", {"path": i})
 
 
-async def drain(session: Session, prompt: str | None = None, **kw: Any) -> list[Any]:
-    events: list[Any] = []
-    async with session.submit(prompt, **kw) as stream:
-        async for event in stream:
-            events.append(event)
-    return events
-
-
 async def test_deferred_call_waits_then_runs_when_allowed(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, drain: Any
 ) -> None:
     path = tmp_path / "t.jsonl"
     ran = Ran()
@@ -154,7 +146,7 @@ async def test_deferred_call_waits_then_runs_when_allowed(
 
 
 async def test_denied_call_is_answered_with_the_message(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, drain: Any
 ) -> None:
     ran = Ran()
     model = ScriptedModel([answer(bash("b")), answer(TextBlock("Understood."))])
@@ -170,7 +162,9 @@ async def test_denied_call_is_answered_with_the_message(
     assert (result.content, result.is_error) == ("not on a Friday", True)
 
 
-async def test_calls_left_out_stay_pending(autojump_clock: trio.testing.MockClock) -> None:
+async def test_calls_left_out_stay_pending(
+    autojump_clock: trio.testing.MockClock, drain: Any
+) -> None:
     ran = Ran()
     model = ScriptedModel([answer(bash("b1"), read("r"), bash("b2")), answer(TextBlock("ok"))])
     session = Session(
@@ -191,7 +185,7 @@ async def test_calls_left_out_stay_pending(autojump_clock: trio.testing.MockCloc
 
 
 async def test_bad_approvals_are_refused_and_change_nothing(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, drain: Any
 ) -> None:
     model = ScriptedModel([answer(TextBlock("hi")), answer(bash("b")), answer(TextBlock("ok"))])
     session = Session(
@@ -222,7 +216,9 @@ async def test_bad_approvals_are_refused_and_change_nothing(
     assert (await drain(session, approvals={"b": Allow()}))[-1].reason is TurnEndReason.COMPLETED
 
 
-async def test_reject_in_approvals_ends_the_turn(autojump_clock: trio.testing.MockClock) -> None:
+async def test_reject_in_approvals_ends_the_turn(
+    autojump_clock: trio.testing.MockClock, drain: Any
+) -> None:
     ran = Ran()
     model = ScriptedModel([answer(bash("b1"), bash("b2"))])
     session = Session(
@@ -259,7 +255,7 @@ async def test_abort_while_other_tools_run_answers_the_deferred_call(
 
 
 async def test_abort_while_approved_calls_run(
-    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any, drain: Any
 ) -> None:
     ran = Ran()
     model = ScriptedModel([answer(bash("b", seconds=30.0)), answer(TextBlock("never"))])
@@ -280,7 +276,7 @@ async def test_abort_while_approved_calls_run(
 
 
 async def test_leaving_early_keeps_the_calls_pending(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, drain: Any
 ) -> None:
     model = ScriptedModel([answer(bash("b")), answer(TextBlock("ok"))])
     session = Session(
@@ -303,7 +299,7 @@ async def test_leaving_early_keeps_the_calls_pending(
     st.lists(st.sampled_from(["Read", "Bash"]), min_size=1, max_size=5),
     st.data(),
 )
-def test_any_decisions_any_order(names: list[str], data: st.DataObject) -> None:
+def test_any_decisions_any_order(drain: Any, names: list[str], data: st.DataObject) -> None:
     """Whatever is deferred and in what batches it is approved, each approved call runs
     once, no denied call runs, and the history ends valid with results in order."""
     calls = [ToolUseBlock(f"c{i}", n, {"seconds": 0.5}) for i, n in enumerate(names)]
@@ -378,7 +374,7 @@ _SECOND_PROCESS = textwrap.dedent(
 )
 
 
-def test_another_process_resumes_and_approves(tmp_path: Path) -> None:
+def test_another_process_resumes_and_approves(tmp_path: Path, drain: Any) -> None:
     path = tmp_path / "t.jsonl"
     marker = tmp_path / "ran.txt"
     ran = Ran()
@@ -421,7 +417,7 @@ def test_another_process_resumes_and_approves(tmp_path: Path) -> None:
 
 
 async def test_interrupt_while_approved_calls_run(
-    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any
+    autojump_clock: trio.testing.MockClock, run_turn_acting_at: Any, drain: Any
 ) -> None:
     ran = Ran()
     model = ScriptedModel([answer(bash("b", seconds=30.0)), answer(TextBlock("never"))])
@@ -443,7 +439,7 @@ async def test_interrupt_while_approved_calls_run(
 
 
 async def test_a_crash_at_any_byte_resumes_pending_or_repaired(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, drain: Any
 ) -> None:
     """Wherever a crash cuts a transcript that ends awaiting approval, resuming gives
     a valid history: with the calls pending if the ``pending`` line survived, else

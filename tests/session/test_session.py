@@ -73,14 +73,6 @@ def read(i: str, **input: Any) -> ToolUseBlock:
     return ToolUseBlock(i, "Read", {"path": i, **input})
 
 
-async def drain(session: Session, prompt: str, **kw: Any) -> list[Any]:
-    events: list[Any] = []
-    async with session.submit(prompt) as stream:
-        async for event in stream:
-            events.append(event)
-    return events
-
-
 def session_for(model: ScriptedModel, log: Log | None = None, **kw: Any) -> Session:
     return Session(model.client(), make_tools(log or Log()), model="m", **kw)
 
@@ -90,7 +82,7 @@ def replayed(events: list[Any], before: tuple[Message, ...]) -> tuple[Message, .
 
 
 async def test_two_iteration_turn_history_usage_transcript(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, drain: Any
 ) -> None:
     path = tmp_path / "t.jsonl"
     model = ScriptedModel(
@@ -166,7 +158,10 @@ async def test_transcript_written_as_messages_complete_and_fsynced_per_turn(
 
 
 async def test_fsync_once_per_turn(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    autojump_clock: trio.testing.MockClock,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    drain: Any,
 ) -> None:
     synced: list[int] = []
     real_fsync = os.fsync
@@ -214,7 +209,7 @@ async def test_abort_mid_stream_keeps_pairing(
 
 
 async def test_abort_mid_tools_keeps_pairing(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path, run_turn_acting_at: Any
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, run_turn_acting_at: Any, drain: Any
 ) -> None:
     path = tmp_path / "t.jsonl"
     model = ScriptedModel(
@@ -304,7 +299,7 @@ async def test_one_turn_at_a_time(autojump_clock: trio.testing.MockClock) -> Non
 
 
 async def test_resume_after_a_crash_mid_turn(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, drain: Any
 ) -> None:
     """Copy the transcript while tools run (a crash: what is on disk then), tear a
     line at its end, resume from the copy and go on."""
@@ -361,7 +356,7 @@ async def test_resume_a_transcript_without_header_needs_a_model(tmp_path: Path) 
 
 
 async def test_resume_from_a_crash_at_any_byte(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path, run_turn_acting_at: Any
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, run_turn_acting_at: Any, drain: Any
 ) -> None:
     """Issue 6 item 15: wherever a crash cuts the file the Session wrote (two turns,
     one aborted mid-tools), it resumes to a valid history and the next request is

@@ -124,18 +124,14 @@ def test_leaving_submit_at_every_event(tmp_path: Path) -> None:
     assert runs == 9 * n
 
 
-async def drain(session: Session) -> None:
-    async with session.submit("go") as events:
-        async for _ in events:
-            pass
-
-
 @settings(max_examples=25, deadline=None)
 @given(
     kind=st.sampled_from(["KeyboardInterrupt", "SystemExit", "Base"]),
     after=st.sampled_from([0.0, 0.05, 0.3, 0.6, 1.0, 3.0]),
 )
-def test_base_exception_from_a_tool_keeps_what_happened(kind: str, after: float) -> None:
+def test_base_exception_from_a_tool_keeps_what_happened(
+    kind: str, after: float, drain: Any
+) -> None:
     import tempfile
 
     blocks = [
@@ -156,7 +152,7 @@ def test_base_exception_from_a_tool_keeps_what_happened(kind: str, after: float)
             with LeakCheck(models=[scripted], processes=False, fds=False):
                 try:
                     with pytest.raises(expected_type, match="from the tool"):
-                        await drain(session)
+                        await drain(session, "go")
                 finally:
                     session.close()
             return session, trio.current_time()
@@ -193,7 +189,12 @@ def test_base_exception_from_a_tool_keeps_what_happened(kind: str, after: float)
 
 @pytest.mark.parametrize(("session_cap", "tool_cap", "cut_at"), [(50, None, 50), (50, 20, 20)])
 async def test_capped_results_are_the_same_in_history_transcript_and_request(
-    autojump_clock: Any, tmp_path: Path, session_cap: int, tool_cap: int | None, cut_at: int
+    autojump_clock: Any,
+    tmp_path: Path,
+    session_cap: int,
+    tool_cap: int | None,
+    cut_at: int,
+    drain: Any,
 ) -> None:
     async def big(input: Mapping[str, Any], ctx: ToolContext) -> str:
         return "x" * 1000
@@ -214,7 +215,7 @@ async def test_capped_results_are_the_same_in_history_transcript_and_request(
         options=TurnOptions(max_result_chars=session_cap),
     )
     with LeakCheck(models=[scripted], processes=False, fds=False):
-        await drain(session)
+        await drain(session, "go")
     session.close()
     (result,) = [b for m in session.messages if isinstance(m, UserMessage) for b in m.tool_results]
     assert isinstance(result.content, str)
