@@ -29,6 +29,7 @@ from trio_agent import (
     TrioAgentError,
     TurnEnd,
     TurnOptions,
+    Usage,
 )
 from trio_agent.testing import (
     LeakCheck,
@@ -123,19 +124,11 @@ def test_a_malformed_answer_over_a_loopback_server_ends_the_turn(
 
 
 def _start(content: list[Any] | None = None) -> dict[str, Any]:
-    return {
-        "type": "message_start",
-        "message": {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "m",
-            "content": content or [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {"input_tokens": 1, "output_tokens": 1},
-        },
-    }
+    """A message_start as the scripted model renders it; *content* puts blocks in it."""
+    answer = ScriptedAnswer(blocks=[], message_id="msg_1", model="m", usage=Usage(1, 1))
+    start = answer.events()[0]
+    start["message"]["content"] = content or []
+    return start
 
 
 def _tool(index: int, tool_id: str, partial_json: str = '{"p": 1}') -> list[dict[str, Any]]:
