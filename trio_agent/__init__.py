@@ -19,13 +19,16 @@ checks it, see ``[tool.importlinter]`` in pyproject.toml)::
     _session/     Layer 4: Session (history, usage, interrupt/abort), the transcript
     _cli/         the trio-agent command: demo, run, chat, replay, stream, worker,
                   submit; the live view
+    lowlevel.py   the public face for what most programs never touch: the accumulator,
+                  the stream items, the transcript writer, Messages API JSON to values
     tools/        the built-in tools (public)
     testing/      the scripted model and the property-based harness (public)
     mcp/          MCP servers as tools (the mcp extra)
     durable/      durable turns over DBOS, workers (the durable extra)
     otel/         OpenTelemetry GenAI spans (the otel extra)
 
-Each subpackage's ``__init__`` is the face the layer above imports from.
+Each subpackage's ``__init__`` is the face the layer above imports from. Every name a
+public face exports reports that face as its module (``_util.fixup_module_metadata``).
 
 "Why didn't my tool start?" The decision is made in one place,
 ``trio_agent/_executor/_executor.py`` (the scheduling loop of ``ToolExecutor``); turn
@@ -34,6 +37,8 @@ decision and its reason (not concurrency-safe while another tool runs, the
 concurrency cap, behind a non-safe tool, refused by ``can_use_tool``).
 """
 
+from . import _util
+from . import lowlevel as lowlevel
 from ._exceptions import APIConnectionError as APIConnectionError
 from ._exceptions import APIError as APIError
 from ._exceptions import APIStatusError as APIStatusError
@@ -72,15 +77,12 @@ from ._executor import open_tool_executor as open_tool_executor
 from ._loop import AttemptDiscarded as AttemptDiscarded
 from ._loop import BlockFinished as BlockFinished
 from ._loop import Compacted as Compacted
-from ._loop import Compactor as Compactor
 from ._loop import ModelFallback as ModelFallback
 from ._loop import PendingApprovals as PendingApprovals
 from ._loop import PermissionRuleError as PermissionRuleError
 from ._loop import PermissionRules as PermissionRules
 from ._loop import QueryEvent as QueryEvent
 from ._loop import Stall as Stall
-from ._loop import StopHook as StopHook
-from ._loop import StopHookResult as StopHookResult
 from ._loop import TextDelta as TextDelta
 from ._loop import ThinkingDelta as ThinkingDelta
 from ._loop import ToolInputDelta as ToolInputDelta
@@ -103,21 +105,14 @@ from ._messages import ToolResultBlock as ToolResultBlock
 from ._messages import ToolUseBlock as ToolUseBlock
 from ._messages import Usage as Usage
 from ._messages import UserMessage as UserMessage
-from ._messages import block_from_api as block_from_api
-from ._messages import message_from_api as message_from_api
-from ._model import AccumulatorStatistics as AccumulatorStatistics
 from ._model import AnthropicClient as AnthropicClient
-from ._model import MessageAccumulator as MessageAccumulator
 from ._model import ModelClient as ModelClient
 from ._model import OpenAIClient as OpenAIClient
-from ._model import RecoverableModelClient as RecoverableModelClient
-from ._model import RetryObserver as RetryObserver
 from ._model import RetryPolicy as RetryPolicy
-from ._model import StreamEvent as StreamEvent
-from ._model import StreamItem as StreamItem
 from ._model import StreamLimits as StreamLimits
-from ._model import StreamResult as StreamResult
-from ._model import StreamStatistics as StreamStatistics
+from ._options import Compactor as Compactor
+from ._options import StopHook as StopHook
+from ._options import StopHookResult as StopHookResult
 from ._options import TurnOptions as TurnOptions
 from ._permissions import Allow as Allow
 from ._permissions import CanUseTool as CanUseTool
@@ -125,11 +120,8 @@ from ._permissions import Defer as Defer
 from ._permissions import Deny as Deny
 from ._permissions import PermissionDecision as PermissionDecision
 from ._permissions import Reject as Reject
-from ._session import JsonlSessionStore as JsonlSessionStore
 from ._session import Session as Session
-from ._session import SessionStore as SessionStore
 from ._session import Transcript as Transcript
-from ._session import TranscriptWriter as TranscriptWriter
 from ._session import read_transcript as read_transcript
 from ._session import repair_history as repair_history
 from ._tools import Tool as Tool
@@ -145,7 +137,6 @@ __all__ = [
     "APIStatusError",
     "APITimeoutError",
     "AbortReason",
-    "AccumulatorStatistics",
     "Allow",
     "AnthropicClient",
     "ApprovalError",
@@ -166,9 +157,7 @@ __all__ = [
     "ExecutorStatistics",
     "InternalServerError",
     "InvalidRequestError",
-    "JsonlSessionStore",
     "Message",
-    "MessageAccumulator",
     "ModelClient",
     "ModelFallback",
     "NotFoundError",
@@ -183,28 +172,21 @@ __all__ = [
     "PromptTooLongError",
     "QueryEvent",
     "RateLimitError",
-    "RecoverableModelClient",
     "RedactedThinkingBlock",
     "Reject",
     "RequestTooLargeError",
-    "RetryObserver",
     "RetryPolicy",
     "ServerToolUseBlock",
     "Session",
-    "SessionStore",
     "Stall",
     "StopHook",
     "StopHookResult",
     "StreamError",
-    "StreamEvent",
     "StreamIdleTimeoutError",
-    "StreamItem",
     "StreamLimitError",
     "StreamLimits",
     "StreamProtocolError",
-    "StreamResult",
     "StreamStalledError",
-    "StreamStatistics",
     "StreamTruncatedError",
     "TextBlock",
     "TextDelta",
@@ -223,7 +205,6 @@ __all__ = [
     "ToolUseBlock",
     "Transcript",
     "TranscriptError",
-    "TranscriptWriter",
     "Transition",
     "TransitionReason",
     "TrioAgentError",
@@ -234,8 +215,6 @@ __all__ = [
     "Usage",
     "UserMessage",
     "WorkspaceError",
-    "block_from_api",
-    "message_from_api",
     "open_tool_executor",
     "query",
     "read_transcript",
@@ -243,3 +222,25 @@ __all__ = [
     "summarizing_compactor",
     "tool",
 ]
+
+_util.fixup_module_metadata(__name__, globals())
+# Moved to trio_agent.lowlevel (issue 21): the old names work, with a DeprecationWarning.
+_util.deprecate_attributes(
+    __name__,
+    dict.fromkeys(
+        (
+            "AccumulatorStatistics",
+            "MessageAccumulator",
+            "RecoverableModelClient",
+            "RetryObserver",
+            "StreamEvent",
+            "StreamItem",
+            "StreamResult",
+            "StreamStatistics",
+            "TranscriptWriter",
+            "block_from_api",
+            "message_from_api",
+        ),
+        "trio_agent.lowlevel",
+    ),
+)

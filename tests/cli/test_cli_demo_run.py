@@ -15,16 +15,10 @@ from typing import Any
 
 import pytest
 
-from trio_agent import (
-    AssistantMessage,
-    TextBlock,
-    ToolUseBlock,
-    UserMessage,
-    message_from_api,
-    read_transcript,
-)
+from trio_agent import AssistantMessage, TextBlock, ToolUseBlock, UserMessage, read_transcript
 from trio_agent._cli import _agent as cli_agent
 from trio_agent._cli._main import main
+from trio_agent.lowlevel import message_from_api
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, check_history
 
 

@@ -7,10 +7,8 @@ from typing import Any
 
 import pytest
 
-import trio_agent
 from trio_agent import (
     AssistantMessage,
-    MessageAccumulator,
     OpaqueBlock,
     OverloadedError,
     RedactedThinkingBlock,
@@ -24,6 +22,7 @@ from trio_agent import (
     Usage,
 )
 from trio_agent._model import _accumulate
+from trio_agent.lowlevel import AccumulatorStatistics, MessageAccumulator
 
 
 def start(**message: Any) -> dict[str, Any]:
@@ -123,7 +122,7 @@ def test_full_message_with_every_block_kind() -> None:
         "stop_sequence": None,
         "usage": {"input_tokens": 10, "output_tokens": 42},
     }
-    assert acc.statistics() == trio_agent.AccumulatorStatistics(events=19, pings=1, ignored=0)
+    assert acc.statistics() == AccumulatorStatistics(events=19, pings=1, ignored=0)
     assert acc.stopped
 
 
@@ -274,7 +273,7 @@ def test_unknown_events_and_deltas_are_ignored_and_counted() -> None:
         ],
     )
     assert acc.message.text == "ok"
-    assert acc.statistics() == trio_agent.AccumulatorStatistics(events=11, pings=2, ignored=3)
+    assert acc.statistics() == AccumulatorStatistics(events=11, pings=2, ignored=3)
 
 
 def test_message_start_keeps_unknown_keys_and_initial_content() -> None:

@@ -16,14 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_agent import (
-    MessageAccumulator,
-    StreamLimitError,
-    StreamLimits,
-    TextBlock,
-    ToolUseBlock,
-    TrioAgentError,
-)
+from trio_agent import StreamLimitError, StreamLimits, TextBlock, ToolUseBlock, TrioAgentError
+from trio_agent.lowlevel import MessageAccumulator
 from trio_agent.testing import ScriptedAnswer
 from trio_agent.testing import strategies as tst
 

@@ -11,14 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_agent import (
-    MessageAccumulator,
-    StreamLimitError,
-    StreamLimits,
-    StreamProtocolError,
-    TextBlock,
-    ToolUseBlock,
-)
+from trio_agent import StreamLimitError, StreamLimits, StreamProtocolError, TextBlock, ToolUseBlock
+from trio_agent.lowlevel import MessageAccumulator
 
 START: dict[str, Any] = {
     "type": "message_start",

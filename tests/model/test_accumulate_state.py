@@ -10,7 +10,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from trio_agent import MessageAccumulator, StreamProtocolError, ToolUseBlock
+from trio_agent import StreamProtocolError, ToolUseBlock
+from trio_agent.lowlevel import MessageAccumulator
 
 texts = st.text(max_size=8)
 json_values = st.recursive(

@@ -37,17 +37,16 @@ from trio_agent import (
     RateLimitError,
     RequestTooLargeError,
     RetryPolicy,
-    StreamEvent,
     StreamIdleTimeoutError,
     StreamLimitError,
     StreamLimits,
     StreamProtocolError,
-    StreamResult,
     StreamTruncatedError,
     TextBlock,
     ToolUseBlock,
     UserMessage,
 )
+from trio_agent.lowlevel import StreamEvent, StreamResult
 from trio_agent.testing import (
     DroppedConnection,
     HTTPErrorAnswer,
@@ -214,7 +213,7 @@ async def test_stream_items_and_request(autojump_clock: trio.testing.MockClock) 
     assert result.request_id == "req_ok"
     # message_start at 0.25, ping at 0.5, content_block_start at 0.75
     assert result.ttft == pytest.approx(0.75)
-    assert result.statistics == trio_agent.StreamStatistics(events=len(EVENTS), pings=1)
+    assert result.statistics == trio_agent.lowlevel.StreamStatistics(events=len(EVENTS), pings=1)
     assert all_closed(model)
 
 

@@ -18,15 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_agent import (
-    AssistantMessage,
-    OpenAIClient,
-    RetryPolicy,
-    StreamEvent,
-    StreamResult,
-    TrioAgentError,
-    UserMessage,
-)
+from trio_agent import AssistantMessage, OpenAIClient, RetryPolicy, TrioAgentError, UserMessage
+from trio_agent.lowlevel import StreamEvent, StreamResult
 from trio_agent.testing import LeakCheck, RawAnswer, ScriptedModel, run_virtual
 from trio_agent.testing import strategies as tst
 

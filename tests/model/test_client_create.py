@@ -10,15 +10,14 @@ import pytest
 from trio_agent import (
     AnthropicClient,
     OverloadedError,
-    RecoverableModelClient,
     RetryPolicy,
     StreamProtocolError,
-    StreamResult,
     TextBlock,
     ToolUseBlock,
     Usage,
     UserMessage,
 )
+from trio_agent.lowlevel import RecoverableModelClient, StreamResult
 from trio_agent.testing import HTTPErrorAnswer, RawAnswer, ScriptedAnswer, ScriptedModel
 
 EXACT = RetryPolicy(max_retries=2, jitter=(1.0, 1.0))

@@ -18,10 +18,10 @@ from trio_agent import (
     ClientClosedError,
     OpenAIClient,
     RetryPolicy,
-    StreamResult,
     TextBlock,
     UserMessage,
 )
+from trio_agent.lowlevel import StreamResult
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, no_leaks, serve_scripted_model
 
 HELLO = ScriptedAnswer(blocks=[TextBlock("hello there")])

@@ -18,11 +18,11 @@ from trio_agent import (
     AnthropicClient,
     RetryPolicy,
     StreamIdleTimeoutError,
-    StreamResult,
     StreamTruncatedError,
     TextBlock,
     UserMessage,
 )
+from trio_agent.lowlevel import StreamResult
 from trio_agent.testing import Faults, ScriptedAnswer, ScriptedModel, Timing, serve_scripted_model
 
 TEXT = ScriptedAnswer(blocks=[TextBlock("hello there, streaming world")])

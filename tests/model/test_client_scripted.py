@@ -16,15 +16,14 @@ from trio_agent import (
     AssistantMessage,
     OverloadedError,
     RetryPolicy,
-    StreamEvent,
     StreamIdleTimeoutError,
     StreamProtocolError,
-    StreamResult,
     StreamTruncatedError,
     TextBlock,
     ToolUseBlock,
     UserMessage,
 )
+from trio_agent.lowlevel import StreamEvent, StreamResult
 from trio_agent.testing import (
     Faults,
     HTTPErrorAnswer,

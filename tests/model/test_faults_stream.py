@@ -18,18 +18,16 @@ from hypothesis import strategies as st
 
 from trio_agent import (
     AnthropicClient,
-    MessageAccumulator,
-    StreamEvent,
     StreamLimitError,
     StreamLimits,
     StreamProtocolError,
-    StreamResult,
     StreamTruncatedError,
     TextBlock,
     ToolUseBlock,
     UserMessage,
 )
 from trio_agent._model._sse import SSEParser
+from trio_agent.lowlevel import MessageAccumulator, StreamEvent, StreamResult
 from trio_agent.testing import (
     LeakCheck,
     RawAnswer,

@@ -22,15 +22,13 @@ from hypothesis import strategies as st
 from trio_agent import (
     AnthropicClient,
     AssistantMessage,
-    MessageAccumulator,
     RetryPolicy,
     StreamProtocolError,
-    StreamResult,
     TrioAgentError,
     UserMessage,
-    message_from_api,
 )
 from trio_agent._messages import json_depth
+from trio_agent.lowlevel import MessageAccumulator, StreamResult, message_from_api
 from trio_agent.testing import (
     LeakCheck,
     RawAnswer,

@@ -20,9 +20,8 @@ from trio_agent import (
     ToolUseBlock,
     Usage,
     UserMessage,
-    block_from_api,
-    message_from_api,
 )
+from trio_agent.lowlevel import block_from_api, message_from_api
 from trio_agent.testing.strategies import assistant_messages
 
 BLOCKS: list[dict[str, Any]] = [
@@ -214,7 +213,7 @@ def test_any_message_round_trips(message: AssistantMessage) -> None:
 )
 def test_unknown_keys_of_known_blocks_round_trip(extra: dict[str, Any], kind: str) -> None:
     """Nothing is dropped: a known block's unknown keys come back from to_api()."""
-    from trio_agent import block_from_api
+    from trio_agent.lowlevel import block_from_api
 
     base: dict[str, Any] = {
         "text": {"type": "text", "text": "t"},

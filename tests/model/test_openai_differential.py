@@ -47,7 +47,7 @@ async def _ours(body: bytes, api: Any) -> ta.AssistantMessage:
             model="gpt-4o", messages=[ta.UserMessage("hi")], max_tokens=64
         ) as items:
             async for item in items:
-                if isinstance(item, ta.StreamResult):
+                if isinstance(item, ta.lowlevel.StreamResult):
                     result = item
     assert result is not None
     return result.message

@@ -99,7 +99,7 @@ def test_any_stream_gives_a_message_or_a_typed_error(api: Any, stream: list[Any]
                 model="m", max_tokens=9, messages=[ta.UserMessage("hi")]
             ) as items:
                 async for item in items:
-                    if isinstance(item, ta.StreamResult):
+                    if isinstance(item, ta.lowlevel.StreamResult):
                         assert isinstance(item.message, ta.AssistantMessage)
         except ta.TrioAgentError:
             pass

@@ -51,7 +51,7 @@ async def test_the_stream_is_read_in_the_consumers_task(autojump_clock: Any, api
         with no_leaks(models=[model], http_clients=[http]) as check:
             async with _stream(client) as items:
                 received = [item async for item in items]
-        assert isinstance(received[-1], ta.StreamResult)
+        assert isinstance(received[-1], ta.lowlevel.StreamResult)
         assert received[-1].message.content == TEXT.blocks
         assert check.spawned == 0
 

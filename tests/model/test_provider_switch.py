@@ -55,9 +55,9 @@ def openai_answers(draw: st.DrawFn) -> list[list[Any]]:
     return answers
 
 
-async def _stream(client: Any, history: list[Any]) -> ta.StreamResult:
+async def _stream(client: Any, history: list[Any]) -> ta.lowlevel.StreamResult:
     async with client.stream(model="m", max_tokens=64, messages=history) as items:
-        results = [item async for item in items if isinstance(item, ta.StreamResult)]
+        results = [item async for item in items if isinstance(item, ta.lowlevel.StreamResult)]
     assert len(results) == 1
     return results[0]
 

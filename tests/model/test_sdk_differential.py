@@ -22,7 +22,8 @@ from anthropic.lib.streaming._beta_messages import accumulate_event
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_agent import AnthropicClient, StreamResult, UserMessage
+from trio_agent import AnthropicClient, UserMessage
+from trio_agent.lowlevel import StreamResult
 from trio_agent.testing import LeakCheck, RawAnswer, ScriptedModel, render_events, run_virtual
 from trio_agent.testing import strategies as tst
 

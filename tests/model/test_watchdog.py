@@ -17,19 +17,13 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_agent import (
-    AnthropicClient,
-    RetryPolicy,
-    StreamEvent,
-    StreamIdleTimeoutError,
-    StreamResult,
-    TextBlock,
-)
+from trio_agent import AnthropicClient, RetryPolicy, StreamIdleTimeoutError, TextBlock
 from trio_agent._model import _watchdog as watchdog
 from trio_agent._model._watchdog import (
     MAX_FREE_YIELDS,
     fail_after_parked,
 )
+from trio_agent.lowlevel import StreamEvent, StreamResult
 from trio_agent.testing import ScriptedAnswer, Timing, encode_event
 
 

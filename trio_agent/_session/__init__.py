@@ -3,8 +3,6 @@ and cost totals, interrupt and abort (:class:`Session`)."""
 
 from ._session import Session as Session
 from ._session import estimate_cost as estimate_cost
-from ._store import JsonlSessionStore as JsonlSessionStore
-from ._store import SessionStore as SessionStore
 from ._store import check_session_id as check_session_id
 from ._transcript import Transcript as Transcript
 from ._transcript import TranscriptWriter as TranscriptWriter

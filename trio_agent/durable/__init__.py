@@ -9,6 +9,7 @@ each model call and each tool call whose result was recorded from the record
 (:mod:`._journal`). The history lives in the database (:class:`SqlSessionStore`).
 """
 
+from .. import _util
 from . import _extra as _extra  # first: without dbos, say which extra to install
 from ._agent import Agent as Agent
 from ._agent import load_agent as load_agent
@@ -37,3 +38,5 @@ __all__ = [
     "open_worker",
     "run_worker",
 ]
+
+_util.fixup_module_metadata(__name__, globals())

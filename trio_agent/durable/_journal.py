@@ -24,20 +24,9 @@ from typing import Any, Unpack, final
 import attrs
 import trio
 
-from .. import (
-    AssistantMessage,
-    ContentBlock,
-    ModelClient,
-    StreamItem,
-    StreamResult,
-    StreamStatistics,
-    Tool,
-    ToolContext,
-    ToolOutput,
-    block_from_api,
-    message_from_api,
-)
+from .. import AssistantMessage, ContentBlock, ModelClient, Tool, ToolContext, ToolOutput
 from .._model import StreamArguments
+from ..lowlevel import StreamItem, StreamResult, StreamStatistics, block_from_api, message_from_api
 from ._store import SqlSessionStore
 
 __all__ = ["TurnJournal", "current_turn_id", "idempotency_key"]

@@ -27,14 +27,8 @@ import attrs
 import sqlalchemy as sa
 import sqlalchemy.exc
 
-from .. import (
-    Message,
-    PendingApprovals,
-    TranscriptError,
-    TrioAgentError,
-    message_from_api,
-    repair_history,
-)
+from .. import Message, PendingApprovals, TranscriptError, TrioAgentError, repair_history
+from ..lowlevel import message_from_api
 from ._errors import DurableError
 
 __all__ = ["SqlSessionStore", "engine_url", "redact_url"]
@@ -127,7 +121,7 @@ def _dumps(value: Any) -> str:
 @final
 @attrs.define(eq=False)
 class SqlSessionStore:
-    """A :class:`~trio_agent.SessionStore` over SQL, with the durable turn's records.
+    """The histories of durable sessions in SQL, with the durable turn's records.
 
     Example::
 

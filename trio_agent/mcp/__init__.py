@@ -15,6 +15,8 @@ Example::
         session = trio_agent.Session(client, tools=tools, ...)
 """
 
+from .. import _util
+from .._options import DEFAULT_MAX_RESULT_CHARS as DEFAULT_MAX_RESULT_CHARS
 from ._config import DEFAULT_CALL_TIMEOUT as DEFAULT_CALL_TIMEOUT
 from ._config import HttpServerConfig as HttpServerConfig
 from ._config import MCPConfigError as MCPConfigError
@@ -22,7 +24,6 @@ from ._config import ServerConfig as ServerConfig
 from ._config import StdioServerConfig as StdioServerConfig
 from ._config import load_mcp_config as load_mcp_config
 from ._config import parse_server_config as parse_server_config
-from ._convert import DEFAULT_MAX_RESULT_CHARS as DEFAULT_MAX_RESULT_CHARS
 from ._convert import MCPToolInfo as MCPToolInfo
 from ._convert import mcp_tool_name as mcp_tool_name
 from ._open import DEFAULT_STARTUP_TIMEOUT as DEFAULT_STARTUP_TIMEOUT
@@ -46,3 +47,5 @@ __all__ = [
     "open_mcp_tools",
     "parse_server_config",
 ]
+
+_util.fixup_module_metadata(__name__, globals())

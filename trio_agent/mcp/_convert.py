@@ -15,6 +15,7 @@ from typing import Any, cast
 import attrs
 
 from .._messages import ContentBlock, OpaqueBlock, TextBlock
+from .._options import DEFAULT_MAX_RESULT_CHARS
 from .._tools import ToolOutput
 
 __all__ = [
@@ -28,8 +29,6 @@ __all__ = [
 
 #: Longest tool name the Messages API accepts.
 MAX_NAME = 64
-#: Characters of text a result may carry before it is cut (~25k tokens, Claude Code's cap).
-DEFAULT_MAX_RESULT_CHARS = 100_000
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})

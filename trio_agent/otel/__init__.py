@@ -41,13 +41,13 @@ from .. import (
     PermissionDecision,
     QueryEvent,
     Session,
-    StreamItem,
-    StreamResult,
     Tool,
     ToolContext,
     TurnEnd,
     TurnEndReason,
+    _util,
 )
+from ..lowlevel import StreamItem, StreamResult
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, TracerProvider
@@ -245,3 +245,6 @@ def _turn_end(span: Span, end: TurnEnd) -> None:
     description = end.message or (repr(end.error) if end.error is not None else str(end.reason))
     span.set_attribute("error.type", str(end.reason))
     span.set_status(_trace.Status(_trace.StatusCode.ERROR, description[:500]))
+
+
+_util.fixup_module_metadata(__name__, globals())

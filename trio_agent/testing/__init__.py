@@ -18,6 +18,7 @@ The hypothesis strategies live in :mod:`trio_agent.testing.strategies` and
 :func:`scenarios` (they need the ``testing`` extra).
 """
 
+from .. import _util
 from ._answers import Answer as Answer
 from ._answers import DroppedConnection as DroppedConnection
 from ._answers import Faults as Faults
@@ -121,3 +122,5 @@ __all__ = [
     "serve_scripted_model",
     "tool_calls",
 ]
+
+_util.fixup_module_metadata(__name__, globals())

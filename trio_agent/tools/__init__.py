@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import httpx
 
+from .. import _util
 from .._tools import Tool
 from ._bash import Bash as Bash
 from ._edit import Edit as Edit
@@ -55,3 +56,6 @@ def default_tools(ws: Workspace, *, http_client: httpx.AsyncClient | None = None
         Bash(ws),
         WebFetch(http_client=http_client),
     ]
+
+
+_util.fixup_module_metadata(__name__, globals())
