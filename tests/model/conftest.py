@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from trio_agent import ModelClient, UserMessage
-from trio_agent._model import StreamResult
+from trio_agent.lowlevel import StreamResult
 
 #: The history a request sends unless the test passes its own.
 HI: tuple[UserMessage, ...] = (UserMessage("hi"),)

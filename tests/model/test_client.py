@@ -142,21 +142,12 @@ def all_closed(model: ScriptedModel) -> bool:
     return len(model.requests) > 0 and model.open_streams == 0
 
 
-async def collect(client: AnthropicClient, **kwargs: Any) -> list[Any]:
-    kwargs.setdefault("model", "claude-x")
-    kwargs.setdefault("max_tokens", 100)
-    kwargs.setdefault("messages", [UserMessage("hello")])
-    items: list[Any] = []
-    async with client.stream(**kwargs) as channel:
-        async for item in channel:
-            items.append(item)
-    return items
-
-
 # -- the happy path ------------------------------------------------------------------
 
 
-async def test_stream_items_and_request(autojump_clock: trio.testing.MockClock) -> None:
+async def test_stream_items_and_request(
+    autojump_clock: trio.testing.MockClock, collect: Any
+) -> None:
     model = ScriptedModel([ok(body(EVENTS, delay=0.25))])
     tool = trio_agent.Tool(
         "Read",
@@ -165,7 +156,12 @@ async def test_stream_items_and_request(autojump_clock: trio.testing.MockClock) 
         run=lambda i, c: None,  # pyright: ignore
     )
     items = await collect(
-        client(model), system="be brief", tools=[tool], extra_body={"temperature": 0.5}
+        client(model),
+        max_tokens=100,
+        messages=[UserMessage("hello")],
+        system="be brief",
+        tools=[tool],
+        extra_body={"temperature": 0.5},
     )
 
     (request,) = model.requests
@@ -217,7 +213,7 @@ async def test_stream_items_and_request(autojump_clock: trio.testing.MockClock) 
     assert all_closed(model)
 
 
-async def test_messages_as_dicts_and_assistant_messages(autojump_clock: Any) -> None:
+async def test_messages_as_dicts_and_assistant_messages(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([ok(body(EVENTS))])
     previous = AssistantMessage("m0", "claude-x", [TextBlock("before")])
     await collect(
@@ -234,7 +230,7 @@ async def test_messages_as_dicts_and_assistant_messages(autojump_clock: Any) -> 
     assert sent["tools"] == [{"name": "x", "input_schema": {"type": "object"}}]
 
 
-async def test_bad_message_type_is_a_type_error(autojump_clock: Any) -> None:
+async def test_bad_message_type_is_a_type_error(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([])
     with pytest.raises(TypeError, match="a message must be"):
         await collect(client(model), messages=[42])
@@ -260,7 +256,7 @@ async def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
         AnthropicClient(idle_timeout=0)
 
 
-async def test_bom_and_crlf(autojump_clock: Any) -> None:
+async def test_bom_and_crlf(autojump_clock: Any, collect: Any) -> None:
     raw = render_events(EVENTS, line_ending="\r\n", bom=True)
     assert raw.startswith(b"\xef\xbb\xbfevent: message_start\r\n")
     # split inside the BOM and inside a CRLF
@@ -271,7 +267,9 @@ async def test_bom_and_crlf(autojump_clock: Any) -> None:
     assert [i.data for i in items if isinstance(i, StreamEvent)] == EVENTS
 
 
-async def test_empty_message_is_handed_out_at_message_stop(autojump_clock: Any) -> None:
+async def test_empty_message_is_handed_out_at_message_stop(
+    autojump_clock: Any, collect: Any
+) -> None:
     model = ScriptedModel([ok(body([HEAD[0], *TAIL]))])
     items = await collect(client(model))
     assert [type(i) for i in items] == [StreamEvent, StreamEvent, StreamEvent, StreamResult]
@@ -304,7 +302,12 @@ STATUS_CASES = [
 
 @pytest.mark.parametrize(("status", "etype", "message", "cls"), STATUS_CASES)
 async def test_http_errors_are_typed(
-    autojump_clock: Any, status: int, etype: str, message: str, cls: type[APIStatusError]
+    autojump_clock: Any,
+    status: int,
+    etype: str,
+    message: str,
+    cls: type[APIStatusError],
+    collect: Any,
 ) -> None:
     model = ScriptedModel([api_error(status, etype, message)])
     with pytest.raises(cls) as info:
@@ -320,7 +323,7 @@ async def test_http_errors_are_typed(
     assert all_closed(model)
 
 
-async def test_non_json_error_body(autojump_clock: Any) -> None:
+async def test_non_json_error_body(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel(
         [error(502, b"<html>Bad Gateway</html>", **{"content-type": "text/html"})]
     )
@@ -330,7 +333,7 @@ async def test_non_json_error_body(autojump_clock: Any) -> None:
     assert info.value.error_type is None
 
 
-async def test_request_id_from_body_when_no_header(autojump_clock: Any) -> None:
+async def test_request_id_from_body_when_no_header(autojump_clock: Any, collect: Any) -> None:
     payload = {
         "type": "error",
         "error": {"type": "api_error", "message": "x"},
@@ -344,7 +347,7 @@ async def test_request_id_from_body_when_no_header(autojump_clock: Any) -> None:
     assert len(model.requests) == 1
 
 
-async def test_a_200_that_is_not_sse_is_a_protocol_error(autojump_clock: Any) -> None:
+async def test_a_200_that_is_not_sse_is_a_protocol_error(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel(
         [HTTPErrorAnswer(status=200, body={"id": "msg"}, headers={"request-id": "req_j"})]
     )
@@ -375,7 +378,7 @@ def delays(model: ScriptedModel) -> list[float]:
     ],
 )
 async def test_429_retry_after(
-    autojump_clock: Any, headers: dict[str, str], expected: float
+    autojump_clock: Any, headers: dict[str, str], expected: float, collect: Any
 ) -> None:
     model = ScriptedModel([api_error(429, "rate_limit_error", "slow", **headers), ok(body(EVENTS))])
     items = await collect(client(model))
@@ -383,7 +386,7 @@ async def test_429_retry_after(
     assert items[-1].statistics.retries == 1
 
 
-async def test_retry_after_http_date(autojump_clock: Any) -> None:
+async def test_retry_after_http_date(autojump_clock: Any, collect: Any) -> None:
     import email.utils
 
     now = 1_800_000_000.0
@@ -395,7 +398,7 @@ async def test_retry_after_http_date(autojump_clock: Any) -> None:
     assert delays(model) == [20.0]
 
 
-async def test_backoff_schedule_then_give_up(autojump_clock: Any) -> None:
+async def test_backoff_schedule_then_give_up(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([api_error(529, "overloaded_error", "Overloaded") for _ in range(5)])
     with pytest.raises(OverloadedError):
         await collect(client(model, retry=RetryPolicy(max_retries=4, jitter=(1.0, 1.0))))
@@ -403,7 +406,7 @@ async def test_backoff_schedule_then_give_up(autojump_clock: Any) -> None:
     assert model.remaining == ()
 
 
-async def test_claude_code_schedule(autojump_clock: Any) -> None:
+async def test_claude_code_schedule(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel(
         [api_error(500, "api_error", "boom") for _ in range(10)] + [ok(body(EVENTS))]
     )
@@ -412,7 +415,7 @@ async def test_claude_code_schedule(autojump_clock: Any) -> None:
     assert items[-1].statistics.retries == 10
 
 
-async def test_seeded_jitter(autojump_clock: Any) -> None:
+async def test_seeded_jitter(autojump_clock: Any, collect: Any) -> None:
     import random
 
     model = ScriptedModel(
@@ -424,7 +427,7 @@ async def test_seeded_jitter(autojump_clock: Any) -> None:
     assert delays(model) == expected
 
 
-async def test_x_should_retry(autojump_clock: Any) -> None:
+async def test_x_should_retry(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel(
         [
             api_error(400, "invalid_request_error", "odd", **{"x-should-retry": "true"}),
@@ -440,14 +443,14 @@ async def test_x_should_retry(autojump_clock: Any) -> None:
     assert len(model.requests) == 1
 
 
-async def test_4xx_is_not_retried(autojump_clock: Any) -> None:
+async def test_4xx_is_not_retried(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([api_error(401, "authentication_error", "bad key")])
     with pytest.raises(AuthenticationError):
         await collect(client(model))
     assert len(model.requests) == 1
 
 
-async def test_connection_error_is_retried(autojump_clock: Any) -> None:
+async def test_connection_error_is_retried(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel(
         [
             DroppedConnection(error=httpx.ConnectError),
@@ -469,7 +472,9 @@ async def test_connection_error_is_retried(autojump_clock: Any) -> None:
     assert len(model.requests) == 1
 
 
-async def test_in_stream_error_before_content_is_retried_invisibly(autojump_clock: Any) -> None:
+async def test_in_stream_error_before_content_is_retried_invisibly(
+    autojump_clock: Any, collect: Any
+) -> None:
     model = ScriptedModel([ok(body([*HEAD, overloaded_event()])), ok(body(EVENTS))])
     items = await collect(client(model))
     assert [i.data for i in items if isinstance(i, StreamEvent)] == EVENTS
@@ -507,7 +512,7 @@ async def test_in_stream_error_after_content_is_raised(autojump_clock: Any) -> N
     ],
 )
 async def test_in_stream_error_types(
-    autojump_clock: Any, etype: str, cls: type[Exception], retried: bool
+    autojump_clock: Any, etype: str, cls: type[Exception], retried: bool, collect: Any
 ) -> None:
     event = {"type": "error", "error": {"type": etype, "message": "m"}}
     model = ScriptedModel([ok(body([HEAD[0], event])) for _ in range(3)])
@@ -517,7 +522,7 @@ async def test_in_stream_error_types(
 
 
 async def test_retries_are_logged_without_the_key(
-    autojump_clock: Any, caplog: pytest.LogCaptureFixture
+    autojump_clock: Any, caplog: pytest.LogCaptureFixture, collect: Any
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="trio_agent")
     model = ScriptedModel([api_error(529, "overloaded_error", "Overloaded"), ok(body(EVENTS))])
@@ -530,7 +535,7 @@ async def test_retries_are_logged_without_the_key(
 # -- watchdogs, truncation, limits ---------------------------------------------------
 
 
-async def test_idle_timeout(autojump_clock: Any) -> None:
+async def test_idle_timeout(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([ok([*body(HEAD + TEXT_BLOCK), (100.0, encode_event(TAIL[0]))])])
     start = trio.current_time()
     with pytest.raises(StreamIdleTimeoutError, match="idle_timeout"):
@@ -540,7 +545,7 @@ async def test_idle_timeout(autojump_clock: Any) -> None:
     assert all_closed(model)
 
 
-async def test_idle_timer_is_reset_by_every_byte(autojump_clock: Any) -> None:
+async def test_idle_timer_is_reset_by_every_byte(autojump_clock: Any, collect: Any) -> None:
     # One event dribbled one byte every 6 s (idle timeout 10 s): no timeout.
     slow = encode_event(EVENTS[2])
     chunks = [*body(HEAD), *((6.0, slow[i : i + 1]) for i in range(len(slow))), *body(EVENTS[3:])]
@@ -552,14 +557,14 @@ async def test_idle_timer_is_reset_by_every_byte(autojump_clock: Any) -> None:
     assert len(model.requests) == 1
 
 
-async def test_idle_timeout_before_content_is_retried(autojump_clock: Any) -> None:
+async def test_idle_timeout_before_content_is_retried(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([ok([*body([HEAD[0]]), (100.0, b"")]), ok(body(EVENTS))])
     items = await collect(client(model, idle_timeout=5.0))
     assert isinstance(items[-1], StreamResult)
     assert delays(model) == [5.5]
 
 
-async def test_idle_timeout_waiting_for_headers(autojump_clock: Any) -> None:
+async def test_idle_timeout_waiting_for_headers(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([RawAnswer(chunks=body(EVENTS), delay=1000)])
     start = trio.current_time()
     with pytest.raises(APITimeoutError, match=r"idle_timeout=3\.0"):
@@ -581,7 +586,9 @@ async def test_consumer_time_does_not_count_as_idle(autojump_clock: Any) -> None
     assert len([i for i in seen if isinstance(i, StreamEvent)]) == len(EVENTS)
 
 
-async def test_stalls_are_counted_and_timed_pings_excluded(autojump_clock: Any) -> None:
+async def test_stalls_are_counted_and_timed_pings_excluded(
+    autojump_clock: Any, collect: Any
+) -> None:
     chunks = [
         (0.0, encode_event(HEAD[0])),
         (10.0, encode_event(TEXT_BLOCK[0])),  # 10 s: not a stall (threshold 15)
@@ -598,14 +605,14 @@ async def test_stalls_are_counted_and_timed_pings_excluded(autojump_clock: Any) 
     assert (stats.stalls, stats.stall_time, stats.pings) == (2, 46.0, 2)
 
 
-async def test_truncated_stream(autojump_clock: Any) -> None:
+async def test_truncated_stream(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([ok(body(EVENTS[:-1]))])
     with pytest.raises(StreamTruncatedError, match="before message_stop"):
         await collect(client(model))
     assert all_closed(model)
 
 
-async def test_empty_stream(autojump_clock: Any) -> None:
+async def test_empty_stream(autojump_clock: Any, collect: Any) -> None:
     # An empty body is retried invisibly, like a connection error before headers.
     model = ScriptedModel([ok([(0.0, b": just a comment\n\n")]) for _ in range(3)])
     with pytest.raises(StreamTruncatedError, match="without any event"):
@@ -613,7 +620,7 @@ async def test_empty_stream(autojump_clock: Any) -> None:
     assert len(model.requests) == 3  # EXACT allows 2 retries
 
 
-async def test_connection_lost_mid_stream(autojump_clock: Any) -> None:
+async def test_connection_lost_mid_stream(autojump_clock: Any, collect: Any) -> None:
     # The in-process transport drops the body with httpx.ReadError.
     model = ScriptedModel([RawAnswer(chunks=body(HEAD + TEXT_BLOCK), disconnect=True)])
     with pytest.raises(StreamTruncatedError, match="ReadError"):
@@ -622,21 +629,21 @@ async def test_connection_lost_mid_stream(autojump_clock: Any) -> None:
     assert all_closed(model)
 
 
-async def test_event_size_limit(autojump_clock: Any) -> None:
+async def test_event_size_limit(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([ok(body(EVENTS))])
     with pytest.raises(StreamLimitError, match="max_event_bytes"):
         await collect(client(model, limits=StreamLimits(max_event_bytes=100)))
     assert all_closed(model)
 
 
-async def test_bytes_without_event_boundary_are_bounded(autojump_clock: Any) -> None:
+async def test_bytes_without_event_boundary_are_bounded(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([ok([(0.0, b"data: ")] + [(0.0, b"x" * 65536)] * 100)])
     with pytest.raises(StreamLimitError, match="without an event boundary"):
         await collect(client(model, limits=StreamLimits(max_event_bytes=1000)))
     assert all_closed(model)
 
 
-async def test_invalid_json_event(autojump_clock: Any) -> None:
+async def test_invalid_json_event(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([ok([(0.0, encode_event(HEAD[0])), (0.0, b"data: {oops\n\n")])])
     with pytest.raises(StreamProtocolError, match="not JSON"):
         await collect(client(model))
@@ -669,7 +676,9 @@ async def test_consumer_leaving_early_closes_the_response(autojump_clock: Any) -
     assert all_closed(model)
 
 
-async def test_api_key_never_leaks(autojump_clock: Any, caplog: pytest.LogCaptureFixture) -> None:
+async def test_api_key_never_leaks(
+    autojump_clock: Any, caplog: pytest.LogCaptureFixture, collect: Any
+) -> None:
     caplog.set_level(logging.DEBUG)
     some = client(ScriptedModel([]))
     assert SENTINEL_KEY not in repr(some)
@@ -708,7 +717,7 @@ def comparable(items: list[Any]) -> list[Any]:
 
 
 async def test_one_read_gives_the_same_items_as_one_read_per_event(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, collect: Any
 ) -> None:
     apart = await collect(client(ScriptedModel([ok(body(EVENTS))])))
     together = await collect(client(ScriptedModel([one_read(EVENTS)])))
@@ -739,7 +748,7 @@ async def test_items_before_an_error_in_the_same_read_are_handed_out_first(
 
 
 async def test_an_error_before_content_in_one_read_is_retried_invisibly(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, collect: Any
 ) -> None:
     model = ScriptedModel([one_read([*HEAD, overloaded_event()]), one_read(EVENTS)])
     items = await collect(client(model))
