@@ -21,7 +21,6 @@ from trio_agent import (
     StreamTruncatedError,
     TextBlock,
     ToolUseBlock,
-    UserMessage,
 )
 from trio_agent.lowlevel import StreamEvent, StreamResult
 from trio_agent.testing import (
@@ -45,16 +44,6 @@ def client_for(model: ScriptedModel, **kwargs: Any) -> AnthropicClient:
     )
 
 
-async def collect(client: AnthropicClient) -> list[Any]:
-    items: list[Any] = []
-    async with client.stream(
-        model="claude-x", max_tokens=64, messages=[UserMessage("hi")]
-    ) as channel:
-        async for item in channel:
-            items.append(item)
-    return items
-
-
 def events_of(items: list[Any]) -> list[dict[str, Any]]:
     return [i.data for i in items if isinstance(i, StreamEvent)]
 
@@ -66,7 +55,7 @@ def events_of(items: list[Any]) -> list[dict[str, Any]]:
     framing=strategies.framings(),
 )
 def test_any_message_any_framing_streams_exactly(
-    message: AssistantMessage, timing: Timing, framing: Faults
+    message: AssistantMessage, timing: Timing, framing: Faults, collect: Any
 ) -> None:
     async def main() -> None:
         model = ScriptedModel(
@@ -113,7 +102,7 @@ def faulted(**faults: Any) -> ScriptedAnswer:
     ],
 )
 async def test_faults_after_content_raise_typed_errors(
-    autojump_clock: Any, faults: dict[str, Any], error: type[Exception]
+    autojump_clock: Any, faults: dict[str, Any], error: type[Exception], collect: Any
 ) -> None:
     model = ScriptedModel([faulted(**faults), DEMO])
     with pytest.raises(error):
@@ -122,7 +111,7 @@ async def test_faults_after_content_raise_typed_errors(
     assert model.open_streams == 0
 
 
-async def test_error_event_before_content_is_retried(autojump_clock: Any) -> None:
+async def test_error_event_before_content_is_retried(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([faulted(error_event_after=0), DEMO])
     items = await collect(client_for(model))
     assert items[-1].message.content == DEMO.blocks
@@ -132,7 +121,7 @@ async def test_error_event_before_content_is_retried(autojump_clock: Any) -> Non
     assert model.open_streams == 0
 
 
-async def test_http_errors_then_success_exact_schedule(autojump_clock: Any) -> None:
+async def test_http_errors_then_success_exact_schedule(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel(
         [
             HTTPErrorAnswer(status=529),
@@ -152,13 +141,15 @@ async def test_http_errors_then_success_exact_schedule(autojump_clock: Any) -> N
     assert model.open_streams == 0
 
 
-async def test_non_sse_200(autojump_clock: Any) -> None:
+async def test_non_sse_200(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([HTTPErrorAnswer(status=200, body={"id": "x"})])
     with pytest.raises(StreamProtocolError, match="text/event-stream"):
         await collect(client_for(model))
 
 
-async def test_pings_during_a_stall_keep_it_alive_but_count_as_stall(autojump_clock: Any) -> None:
+async def test_pings_during_a_stall_keep_it_alive_but_count_as_stall(
+    autojump_clock: Any, collect: Any
+) -> None:
     model = ScriptedModel([faulted(stall_before_event=3, stall_seconds=100.0, pings_only_for=5.0)])
     items = await collect(client_for(model, idle_timeout=20.0, stall_timeout=30.0))
     stats = items[-1].statistics
@@ -167,7 +158,7 @@ async def test_pings_during_a_stall_keep_it_alive_but_count_as_stall(autojump_cl
     assert stats.pings > 0
 
 
-async def test_cancel_closes_the_scripted_stream(autojump_clock: Any) -> None:
+async def test_cancel_closes_the_scripted_stream(autojump_clock: Any, collect: Any) -> None:
     model = ScriptedModel([faulted(stall_before_event=5, stall_seconds=50.0, pings_only_for=2.0)])
     with trio.move_on_after(10):
         await collect(client_for(model))
@@ -176,7 +167,9 @@ async def test_cancel_closes_the_scripted_stream(autojump_clock: Any) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(message=strategies.assistant_messages(), status=st.sampled_from([429, 500, 503, 529]))
-def test_every_retryable_status_then_the_message(message: AssistantMessage, status: int) -> None:
+def test_every_retryable_status_then_the_message(
+    message: AssistantMessage, status: int, collect: Any
+) -> None:
     async def main() -> None:
         model = ScriptedModel(
             [
@@ -193,7 +186,7 @@ def test_every_retryable_status_then_the_message(message: AssistantMessage, stat
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
-async def test_real_socket_integration() -> None:
+async def test_real_socket_integration(collect: Any) -> None:
     model = ScriptedModel([DEMO, faulted(disconnect_after_byte=500)])
     async with serve_scripted_model(model) as base_url:
         client = AnthropicClient(api_key="test-key", base_url=base_url, retry=RetryPolicy.never())
