@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import tracemalloc
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import pytest
@@ -17,14 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_agent import (
-    AnthropicClient,
     StreamLimitError,
     StreamLimits,
     StreamProtocolError,
     StreamTruncatedError,
     TextBlock,
     ToolUseBlock,
-    UserMessage,
+    Usage,
 )
 from trio_agent._model._sse import SSEParser
 from trio_agent.lowlevel import MessageAccumulator, StreamEvent, StreamResult
@@ -42,18 +41,13 @@ from trio_agent.testing import (
 # RawAnswer chunks.
 
 
+def message_start() -> dict[str, Any]:
+    """A message_start as the scripted model renders it (message "m" of model "x")."""
+    return ScriptedAnswer(blocks=[], message_id="m", model="x", usage=Usage(1, 1)).events()[0]
+
+
 def sse_events(items: Iterable[Any]) -> list[Mapping[str, Any]]:
     return [i.data for i in items if isinstance(i, StreamEvent)]
-
-
-async def collect(client: AnthropicClient, *, max_tokens: int = 64) -> list[Any]:
-    items: list[Any] = []
-    async with client.stream(
-        model="claude-x", max_tokens=max_tokens, messages=[UserMessage("hi")]
-    ) as channel:
-        async for item in channel:
-            items.append(item)
-    return items
 
 
 TRICKY = 'héllo \u2028 wörld \u2029 \u0085 ✓ 𝄞 \r\n " \\ end'
@@ -90,12 +84,19 @@ def with_endings(data: bytes, endings: list[str]) -> bytes:
     return bytes(out)
 
 
-async def stream_bytes(chunks: list[bytes], **client_kw: Any) -> list[Any]:
-    model = ScriptedModel([RawAnswer(chunks=[(0.0, c) for c in chunks])])
-    check = LeakCheck(models=[model], processes=False, fds=False)
-    with check:
-        items = await collect(model.client(**client_kw))
-    return items
+@pytest.fixture(scope="module")
+def stream_bytes(collect: Any) -> Callable[..., Awaitable[list[Any]]]:
+    """``items = await stream_bytes(chunks, **client_kw)``: ``collect`` from a scripted
+    model serving exactly *chunks* (a RawAnswer), under a leak check."""
+
+    async def stream_bytes(chunks: list[bytes], **client_kw: Any) -> list[Any]:
+        model = ScriptedModel([RawAnswer(chunks=[(0.0, c) for c in chunks])])
+        check = LeakCheck(models=[model], processes=False, fds=False)
+        with check:
+            items = await collect(model.client(**client_kw))
+        return items
+
+    return stream_bytes
 
 
 def expect_clean(items: list[Any]) -> None:
@@ -107,7 +108,7 @@ def expect_clean(items: list[Any]) -> None:
 # -- row 5: byte splits, endings, BOM, line separators in JSON strings ----------------
 
 
-async def test_every_single_split_position(autojump_clock: Any) -> None:
+async def test_every_single_split_position(autojump_clock: Any, stream_bytes: Any) -> None:
     """Cut the stream in two at every byte (inside the BOM and UTF-8, between CR and LF)."""
     data = b"\xef\xbb\xbf" + with_endings(clean_bytes(), ["\r\n"])
     for cut in range(len(data) + 1):
@@ -121,7 +122,7 @@ async def test_every_single_split_position(autojump_clock: Any) -> None:
     bom=st.booleans(),
 )
 def test_mixed_endings_and_any_splits_give_the_clean_events(
-    endings: list[str], cuts: list[int], bom: bool
+    endings: list[str], cuts: list[int], bom: bool, stream_bytes: Any
 ) -> None:
     data = (b"\xef\xbb\xbf" if bom else b"") + with_endings(clean_bytes(), endings)
     points = sorted({min(c, len(data)) for c in cuts})
@@ -131,7 +132,9 @@ def test_mixed_endings_and_any_splits_give_the_clean_events(
 
 @settings(max_examples=60, deadline=None)
 @given(text=strategies.texts(min_size=1, max_size=40))
-def test_line_separators_inside_json_strings_are_not_line_breaks(text: str) -> None:
+def test_line_separators_inside_json_strings_are_not_line_breaks(
+    text: str, stream_bytes: Any
+) -> None:
     a = ScriptedAnswer(blocks=[TextBlock(text), ToolUseBlock("t", "Read", {"p": text})])
     raw = render_events(a.events())
     assert "\u2028".encode() in raw or "\u2028" not in text  # sent raw, not escaped
@@ -142,7 +145,9 @@ def test_line_separators_inside_json_strings_are_not_line_breaks(text: str) -> N
 # -- row 6: comments, unknown fields / events / deltas / blocks / stop reasons, pings -
 
 
-async def test_comments_unknown_things_and_10k_pings(autojump_clock: Any) -> None:
+async def test_comments_unknown_things_and_10k_pings(
+    autojump_clock: Any, stream_bytes: Any
+) -> None:
     events = [dict(e) for e in CLEAN_EVENTS]
     events[0] = {
         **events[0],
@@ -170,7 +175,7 @@ async def test_comments_unknown_things_and_10k_pings(autojump_clock: Any) -> Non
     assert result.statistics.ignored == 2
 
 
-async def test_unknown_block_type_is_kept_opaque(autojump_clock: Any) -> None:
+async def test_unknown_block_type_is_kept_opaque(autojump_clock: Any, stream_bytes: Any) -> None:
     events = [dict(e) for e in CLEAN_EVENTS]
     stop = events.index(next(e for e in events if e["type"] == "message_delta"))
     n = sum(e["type"] == "content_block_start" for e in events)
@@ -214,7 +219,7 @@ def test_disconnect_at_any_byte_is_truncated_and_keeps_what_arrived(cut: int) ->
     assert got == CLEAN_EVENTS[: len(got)]  # a prefix, nothing invented
 
 
-async def test_drip_one_byte_per_second(autojump_clock: Any) -> None:
+async def test_drip_one_byte_per_second(autojump_clock: Any, collect: Any) -> None:
     data = clean_bytes()[:400] + b""
     rest = clean_bytes()[400:]
     model = ScriptedModel([RawAnswer(chunks=_drip(data, rest))])
@@ -231,7 +236,7 @@ def _drip(slow: bytes, fast: bytes) -> list[tuple[float, bytes]]:
     return [(1.0, slow[i : i + 1]) for i in range(len(slow))] + [(0.0, fast)]
 
 
-async def test_idle_and_no_message_stop(autojump_clock: Any) -> None:
+async def test_idle_and_no_message_stop(autojump_clock: Any, collect: Any) -> None:
     from trio_agent import StreamIdleTimeoutError
 
     data = clean_bytes()
@@ -296,7 +301,7 @@ def _events_with(change: str) -> list[bytes]:
     ],
 )
 async def test_protocol_violations_are_typed_and_close_the_stream(
-    autojump_clock: Any, change: str, match: str
+    autojump_clock: Any, change: str, match: str, stream_bytes: Any
 ) -> None:
     with pytest.raises(StreamProtocolError, match=match):
         await stream_bytes(_events_with(change))
@@ -306,7 +311,9 @@ async def test_protocol_violations_are_typed_and_close_the_stream(
     "data",
     [b"{not json", b"[1, 2]", b'{"type": 5}', b'{"type": "ping", "x": NaN}', b"\xff\xfe"],
 )
-async def test_malformed_data_is_a_protocol_error(autojump_clock: Any, data: bytes) -> None:
+async def test_malformed_data_is_a_protocol_error(
+    autojump_clock: Any, data: bytes, stream_bytes: Any
+) -> None:
     with pytest.raises(StreamProtocolError):
         await stream_bytes([b"event: x\ndata: " + data + b"\n\n"])
 
@@ -317,21 +324,7 @@ def test_cut_or_invalid_partial_json_marks_the_block_invalid(cut: int, junk: str
     full = json.dumps({"path": TRICKY, "n": [1, 2.5, None]}, ensure_ascii=False)
     raw = full[: min(cut, len(full))] + junk
     acc = MessageAccumulator()
-    acc.feed(
-        {
-            "type": "message_start",
-            "message": {
-                "id": "m",
-                "type": "message",
-                "role": "assistant",
-                "model": "x",
-                "content": [],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 1, "output_tokens": 1},
-            },
-        }
-    )
+    acc.feed(message_start())
     acc.feed(
         {
             "type": "content_block_start",
@@ -365,21 +358,7 @@ def test_cut_or_invalid_partial_json_marks_the_block_invalid(cut: int, junk: str
 
 def _acc_with_tool() -> MessageAccumulator:
     acc = MessageAccumulator(StreamLimits(max_tool_input_bytes=1 << 20))
-    acc.feed(
-        {
-            "type": "message_start",
-            "message": {
-                "id": "m",
-                "type": "message",
-                "role": "assistant",
-                "model": "x",
-                "content": [],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 1, "output_tokens": 1},
-            },
-        }
-    )
+    acc.feed(message_start())
     acc.feed(
         {
             "type": "content_block_start",
@@ -430,7 +409,9 @@ def test_huge_partial_json_is_a_limit_error_before_it_is_kept() -> None:
         _feed_json(acc, '{"a": "' + "x" * (2 << 20) + '"}')
 
 
-async def test_8_mib_line_is_a_limit_error_in_bounded_memory(autojump_clock: Any) -> None:
+async def test_8_mib_line_is_a_limit_error_in_bounded_memory(
+    autojump_clock: Any, stream_bytes: Any
+) -> None:
     limit = 1 << 20
     chunk = b"x" * 65536
     tracemalloc.start()
@@ -451,7 +432,7 @@ async def test_8_mib_line_is_a_limit_error_in_bounded_memory(autojump_clock: Any
         await stream_bytes([big[i : i + (1 << 20)] for i in range(0, len(big), 1 << 20)])
 
 
-async def test_event_over_the_limit_is_typed(autojump_clock: Any) -> None:
+async def test_event_over_the_limit_is_typed(autojump_clock: Any, stream_bytes: Any) -> None:
     with pytest.raises(StreamLimitError, match="max_event_bytes"):
         await stream_bytes(
             [b'data: {"type": "ping", "pad": "' + b"y" * 5000 + b'"}\n\n'],
