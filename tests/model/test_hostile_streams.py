@@ -25,6 +25,7 @@ from trio_agent import (
     RetryPolicy,
     StreamProtocolError,
     TrioAgentError,
+    Usage,
     UserMessage,
 )
 from trio_agent._messages import json_depth
@@ -32,6 +33,7 @@ from trio_agent.lowlevel import MessageAccumulator, StreamResult, message_from_a
 from trio_agent.testing import (
     LeakCheck,
     RawAnswer,
+    ScriptedAnswer,
     ScriptedModel,
     run_virtual,
     serve_scripted_model,
@@ -133,17 +135,10 @@ def test_loopback_server_stream_raises_only_typed_errors(events: list[Any]) -> N
 
 
 def _start(**message: Any) -> dict[str, Any]:
-    base = {
-        "id": "m",
-        "type": "message",
-        "role": "assistant",
-        "model": "x",
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-    }
-    return {"type": "message_start", "message": {**base, **message}}
+    """A message_start as the scripted model renders it (message "m" of model "x"),
+    with *message*'s keys put in its message (the hostile values)."""
+    start = ScriptedAnswer(blocks=[], message_id="m", model="x", usage=Usage(1, 1)).events()[0]
+    return {"type": "message_start", "message": {**start["message"], **message}}
 
 
 @pytest.mark.parametrize(
