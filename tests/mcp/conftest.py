@@ -21,6 +21,7 @@ from trio_agent import (
     ToolProgress,
     ToolResult,
     ToolUseBlock,
+    TurnOptions,
     open_tool_executor,
 )
 from trio_agent.mcp import open_mcp_tools
@@ -95,7 +96,9 @@ async def run_blocks(
     results: dict[str, ToolResult] = {}
     progress: list[ToolProgress] = []
     async with (
-        open_tool_executor(tools, turn_scope=turn_scope, can_use_tool=can_use_tool) as executor,
+        open_tool_executor(
+            tools, turn_scope=turn_scope, options=TurnOptions(can_use_tool=can_use_tool)
+        ) as executor,
         trio.open_nursery() as nursery,
     ):
 

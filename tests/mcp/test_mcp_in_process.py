@@ -23,6 +23,7 @@ from trio_agent import (
     ToolUseBlock,
     TurnEnd,
     TurnEndReason,
+    TurnOptions,
     UserMessage,
     query,
 )
@@ -147,7 +148,7 @@ async def test_a_turn_calls_mcp_tools_under_permission_rules(
                 tools=tools,
                 model="m",
                 max_tokens=100,
-                can_use_tool=rules,
+                options=TurnOptions(can_use_tool=rules),
             ) as events,
         ):
             seen = [event async for event in events]
