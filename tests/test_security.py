@@ -27,6 +27,7 @@ from trio_agent import (
     ToolResult,
     ToolUseBlock,
     TurnEnd,
+    TurnOptions,
     UserMessage,
     query,
 )
@@ -88,7 +89,7 @@ def test_only_allowed_known_tools_ever_run(
     rules = PermissionRules(allow=allow, deny=deny)
 
     async def main() -> list[Any]:
-        events, _ = await _turn(model, tools, can_use_tool=rules)
+        events, _ = await _turn(model, tools, options=TurnOptions(can_use_tool=rules))
         return events
 
     events = run_virtual(main, check=LeakCheck(models=[model], processes=False))
@@ -114,7 +115,7 @@ async def test_permission_is_asked_before_the_tool_runs(autojump_clock: Any) -> 
             ScriptedAnswer(blocks=[TextBlock("k")]),
         ]
     )
-    await _turn(model, [_recording("Write", order)], can_use_tool=ask)
+    await _turn(model, [_recording("Write", order)], options=TurnOptions(can_use_tool=ask))
     assert order == ["asked"]
 
 
