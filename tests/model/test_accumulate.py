@@ -23,21 +23,14 @@ from trio_agent import (
 )
 from trio_agent._model import _accumulate
 from trio_agent.lowlevel import AccumulatorStatistics, MessageAccumulator
+from trio_agent.testing import ScriptedAnswer
 
 
 def start(**message: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-x",
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 1},
-    }
-    base.update(message)
-    return {"type": "message_start", "message": base}
+    """A message_start as the scripted model renders it (message "msg_1" of model
+    "claude-x", 10 input tokens), *message*'s keys put in its message."""
+    event = ScriptedAnswer(blocks=[], message_id="msg_1", model="claude-x").events()[0]
+    return {"type": "message_start", "message": {**event["message"], **message}}
 
 
 def block_start(index: int, block: dict[str, Any]) -> dict[str, Any]:

@@ -11,22 +11,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_agent import StreamLimitError, StreamLimits, StreamProtocolError, TextBlock, ToolUseBlock
+from trio_agent import (
+    StreamLimitError,
+    StreamLimits,
+    StreamProtocolError,
+    TextBlock,
+    ToolUseBlock,
+    Usage,
+)
 from trio_agent.lowlevel import MessageAccumulator
+from trio_agent.testing import ScriptedAnswer
 
-START: dict[str, Any] = {
-    "type": "message_start",
-    "message": {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "m",
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-    },
-}
+#: A message_start as the scripted model renders it.
+START: dict[str, Any] = ScriptedAnswer(
+    blocks=[], message_id="msg_1", model="m", usage=Usage(1, 1)
+).events()[0]
 BLOCKS: dict[str, dict[str, Any]] = {
     "text": {"type": "text", "text": ""},
     "thinking": {"type": "thinking", "thinking": "", "signature": ""},

@@ -10,8 +10,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from trio_agent import StreamProtocolError, ToolUseBlock
+from trio_agent import StreamProtocolError, ToolUseBlock, Usage
 from trio_agent.lowlevel import MessageAccumulator
+from trio_agent.testing import ScriptedAnswer
 
 texts = st.text(max_size=8)
 json_values = st.recursive(
@@ -54,17 +55,8 @@ class AccumulatorMachine(RuleBasedStateMachine):
     @precondition(lambda self: not self.started)
     @rule()
     def message_start(self) -> None:
-        message = {
-            "id": "msg",
-            "type": "message",
-            "role": "assistant",
-            "model": "m",
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {"input_tokens": 3, "output_tokens": 1},
-        }
-        assert self.feed({"type": "message_start", "message": message}) == []
+        answer = ScriptedAnswer(blocks=[], message_id="msg", model="m", usage=Usage(3, 1))
+        assert self.feed(answer.events()[0]) == []  # the scripted model's message_start
         self.started = True
 
     @precondition(lambda self: self.started and not self.stopped)
