@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -41,18 +42,24 @@ def client_for(model: ScriptedModel, api: str, **kwargs: Any) -> ta.OpenAIClient
     )
 
 
-async def collect(client: ta.OpenAIClient, **kwargs: Any) -> list[tuple[float, Any]]:
-    kwargs.setdefault("messages", [ta.UserMessage("hi")])
-    items: list[tuple[float, Any]] = []
-    async with client.stream(model="gpt-x", max_tokens=64, **kwargs) as channel:
-        async for item in channel:
-            items.append((trio.current_time(), item))
-    return items
+@pytest.fixture(scope="module")
+def timed_collect(collect: Any) -> Callable[..., Awaitable[list[tuple[float, Any]]]]:
+    """``items = await timed_collect(client, **stream_kw)``: ``collect`` for model
+    "gpt-x", each item with the (virtual) time it arrived: ``[(time, item), ...]``."""
+
+    async def timed_collect(client: ta.OpenAIClient, **kwargs: Any) -> list[tuple[float, Any]]:
+        times: list[float] = []
+        items = await collect(
+            client, model="gpt-x", on_item=lambda _: times.append(trio.current_time()), **kwargs
+        )
+        return list(zip(times, items, strict=True))
+
+    return timed_collect
 
 
-def result_of(items: list[tuple[float, Any]]) -> ta.StreamResult:
+def result_of(items: list[tuple[float, Any]]) -> ta.lowlevel.StreamResult:
     last = items[-1][1]
-    assert isinstance(last, ta.StreamResult)
+    assert isinstance(last, ta.lowlevel.StreamResult)
     return last
 
 
@@ -83,13 +90,13 @@ def answer_blocks(draw: st.DrawFn) -> list[Any]:
     framing=strategies.framings(),
 )
 def test_any_answer_any_framing_gives_the_canonical_message(
-    api: str, blocks: list[Any], timing: Timing, framing: Faults
+    api: str, blocks: list[Any], timing: Timing, framing: Faults, timed_collect: Any
 ) -> None:
     answer = ScriptedAnswer(blocks=blocks, timing=timing, faults=framing)
     model = scripted(api, [answer])
 
     async def main() -> None:
-        result = result_of(await collect(client_for(model, api)))
+        result = result_of(await timed_collect(client_for(model, api)))
         message = result.message
         assert message.content == answer.message.content
         assert message.stop_reason == answer.resolved_stop_reason
@@ -113,12 +120,12 @@ def _three_calls() -> ScriptedAnswer:
 
 
 async def test_responses_hands_each_call_over_at_its_output_item_done(
-    autojump_clock: Any,
+    autojump_clock: Any, timed_collect: Any
 ) -> None:
     answer = _three_calls()
     model = scripted("responses", [answer])
-    items = await collect(client_for(model, "responses"))
-    events = [i for _, i in items if isinstance(i, ta.StreamEvent)]
+    items = await timed_collect(client_for(model, "responses"))
+    events = [i for _, i in items if isinstance(i, ta.lowlevel.StreamEvent)]
     blocks = blocks_of(items)
     end = items[-1][0]
     # Each call arrives right after its content_block_stop, well before the end.
@@ -128,7 +135,7 @@ async def test_responses_hands_each_call_over_at_its_output_item_done(
     position = [i for _, i in items].index(
         next(m for _, m in items if isinstance(m, ta.AssistantMessage))
     )
-    assert isinstance(items[position - 1][1], ta.StreamEvent)
+    assert isinstance(items[position - 1][1], ta.lowlevel.StreamEvent)
     assert items[position - 1][1].type == "content_block_stop"
     assert sum(1 for e in events if e.type == "content_block_stop") == 3
     # Each call's JSON (3 deltas of 1 s each) is done long before the text ends.
@@ -136,7 +143,9 @@ async def test_responses_hands_each_call_over_at_its_output_item_done(
     assert blocks[1][0] == pytest.approx(6.0)
 
 
-async def test_chat_completes_calls_at_finish_reason(autojump_clock: Any) -> None:
+async def test_chat_completes_calls_at_finish_reason(
+    autojump_clock: Any, timed_collect: Any
+) -> None:
     answer = ScriptedAnswer(
         blocks=[
             ta.ToolUseBlock("call_a", "Read", {"path": "a"}),
@@ -144,13 +153,15 @@ async def test_chat_completes_calls_at_finish_reason(autojump_clock: Any) -> Non
         ],
         timing=Timing(token_delay=1.0, json_chunk_size=4),
     )
-    items = await collect(client_for(scripted("chat", [answer]), "chat"))
+    items = await timed_collect(client_for(scripted("chat", [answer]), "chat"))
     times = [t for t, _ in blocks_of(items)]
     assert len(times) == 2
     assert times[0] == times[1] == pytest.approx(6.0)  # both at finish_reason
 
 
-async def test_chat_early_tool_start_ends_a_call_at_the_next_index(autojump_clock: Any) -> None:
+async def test_chat_early_tool_start_ends_a_call_at_the_next_index(
+    autojump_clock: Any, timed_collect: Any
+) -> None:
     answer = ScriptedAnswer(
         blocks=[
             ta.ToolUseBlock("call_a", "Read", {"path": "a"}),
@@ -159,7 +170,7 @@ async def test_chat_early_tool_start_ends_a_call_at_the_next_index(autojump_cloc
         timing=Timing(token_delay=1.0, json_chunk_size=4),
     )
     client = client_for(scripted("chat", [answer]), "chat", early_tool_start=True)
-    items = await collect(client)
+    items = await timed_collect(client)
     times = [t for t, _ in blocks_of(items)]
     assert times == [pytest.approx(3.0), pytest.approx(6.0)]
     assert result_of(items).message.stop_reason == "tool_use"
@@ -170,15 +181,17 @@ async def test_chat_early_tool_start_ends_a_call_at_the_next_index(autojump_cloc
     ("stop", "expected"), [("max_tokens", "max_tokens"), ("refusal", "refusal")]
 )
 async def test_stop_reasons_are_mapped(
-    autojump_clock: Any, api: str, stop: str, expected: str
+    autojump_clock: Any, api: str, stop: str, expected: str, timed_collect: Any
 ) -> None:
     answer = ScriptedAnswer(blocks=[ta.TextBlock("I can't help with that.")], stop_reason=stop)
-    result = result_of(await collect(client_for(scripted(api, [answer]), api)))
+    result = result_of(await timed_collect(client_for(scripted(api, [answer]), api)))
     assert result.message.stop_reason == expected
     assert result.message.text == "I can't help with that."
 
 
-async def test_reasoning_items_are_opaque_blocks_that_round_trip(autojump_clock: Any) -> None:
+async def test_reasoning_items_are_opaque_blocks_that_round_trip(
+    autojump_clock: Any, timed_collect: Any
+) -> None:
     reasoning = ta.OpaqueBlock(
         {
             "type": "reasoning",
@@ -191,14 +204,14 @@ async def test_reasoning_items_are_opaque_blocks_that_round_trip(autojump_clock:
     answer = ScriptedAnswer(blocks=[reasoning, call])
     model = scripted("responses", [answer, ScriptedAnswer(blocks=[ta.TextBlock("done")])])
     client = client_for(model, "responses")
-    message = result_of(await collect(client)).message
+    message = result_of(await timed_collect(client)).message
     assert message.content == (reasoning, call)
     history = [
         ta.UserMessage("hi"),
         message,
         ta.UserMessage([ta.ToolResultBlock("call_1", "contents of x")]),
     ]
-    await collect(client, messages=history)
+    await timed_collect(client, messages=history)
     sent = model.requests[1].body["input"]
     assert sent == [
         {"role": "user", "content": "hi"},
@@ -229,7 +242,9 @@ def _history() -> list[Any]:
     ]
 
 
-async def test_chat_request_converts_history_and_tools(autojump_clock: Any) -> None:
+async def test_chat_request_converts_history_and_tools(
+    autojump_clock: Any, timed_collect: Any
+) -> None:
     model = scripted("chat", [ScriptedAnswer(blocks=[ta.TextBlock("ok")])])
     tool = ta.Tool(
         name="Glob",
@@ -237,7 +252,9 @@ async def test_chat_request_converts_history_and_tools(autojump_clock: Any) -> N
         input_schema={"type": "object", "properties": {"pattern": {"type": "string"}}},
         run=_never,
     )
-    await collect(client_for(model, "chat"), messages=_history(), system="be brief", tools=[tool])
+    await timed_collect(
+        client_for(model, "chat"), messages=_history(), system="be brief", tools=[tool]
+    )
     request = model.requests[0]
     assert request.path == "/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer sk-test"
@@ -273,9 +290,9 @@ async def test_chat_request_converts_history_and_tools(autojump_clock: Any) -> N
     assert body["stream_options"] == {"include_usage": True}
 
 
-async def test_responses_request_converts_history(autojump_clock: Any) -> None:
+async def test_responses_request_converts_history(autojump_clock: Any, timed_collect: Any) -> None:
     model = scripted("responses", [ScriptedAnswer(blocks=[ta.TextBlock("ok")])])
-    await collect(client_for(model, "responses"), messages=_history(), system="be brief")
+    await timed_collect(client_for(model, "responses"), messages=_history(), system="be brief")
     body = model.requests[0].body
     assert model.requests[0].path == "/v1/responses"
     assert body["instructions"] == "be brief"
@@ -295,11 +312,13 @@ async def test_responses_request_converts_history(autojump_clock: Any) -> None:
 
 
 @pytest.mark.parametrize("api", ["responses", "chat"])
-async def test_unconvertible_history_is_refused_before_any_request(api: str) -> None:
+async def test_unconvertible_history_is_refused_before_any_request(
+    api: str, timed_collect: Any
+) -> None:
     model = scripted(api, [ScriptedAnswer(blocks=[ta.TextBlock("ok")])])
     image = ta.OpaqueBlock({"type": "image", "source": {"type": "base64", "data": "AAAA"}})
     with pytest.raises(ta.InvalidRequestError, match="cannot be sent to the OpenAI"):
-        await collect(client_for(model, api), messages=[ta.UserMessage([image])])
+        await timed_collect(client_for(model, api), messages=[ta.UserMessage([image])])
     assert model.requests == []
 
 
@@ -351,16 +370,18 @@ def _openai_error(status: int, etype: str, code: str | None, message: str) -> HT
     ],
 )
 async def test_http_errors_are_typed_by_status(
-    autojump_clock: Any, answer: HTTPErrorAnswer, error: type[Exception]
+    autojump_clock: Any, answer: HTTPErrorAnswer, error: type[Exception], timed_collect: Any
 ) -> None:
     model = scripted("responses", [answer])
     with pytest.raises(error) as info:
-        await collect(client_for(model, "responses"))
+        await timed_collect(client_for(model, "responses"))
     assert len(model.requests) == 1  # not retried
     assert info.value.status_code == answer.status  # type: ignore[attr-defined]
 
 
-async def test_429_with_retry_after_then_5xx_then_success(autojump_clock: Any) -> None:
+async def test_429_with_retry_after_then_5xx_then_success(
+    autojump_clock: Any, timed_collect: Any
+) -> None:
     model = scripted(
         "chat",
         [
@@ -372,7 +393,7 @@ async def test_429_with_retry_after_then_5xx_then_success(autojump_clock: Any) -
     )
     start = trio.current_time()
     result = result_of(
-        await collect(
+        await timed_collect(
             client_for(model, "chat", retry=ta.RetryPolicy(max_retries=3, jitter=(1.0, 1.0)))
         )
     )
@@ -382,7 +403,9 @@ async def test_429_with_retry_after_then_5xx_then_success(autojump_clock: Any) -
 
 
 @pytest.mark.parametrize("api", ["responses", "chat"])
-async def test_error_event_before_content_is_retried(autojump_clock: Any, api: str) -> None:
+async def test_error_event_before_content_is_retried(
+    autojump_clock: Any, api: str, timed_collect: Any
+) -> None:
     model = scripted(
         api,
         [
@@ -390,7 +413,7 @@ async def test_error_event_before_content_is_retried(autojump_clock: Any, api: s
             ScriptedAnswer(blocks=[ta.TextBlock("second")]),
         ],
     )
-    result = result_of(await collect(client_for(model, api)))
+    result = result_of(await timed_collect(client_for(model, api)))
     assert result.message.text == "second"
     assert result.statistics.retries == 1
 
@@ -425,15 +448,18 @@ async def test_faults_after_content_raise_typed_errors(
 
     with pytest.raises(error):
         await consume()
-    assert any(isinstance(i, ta.StreamEvent) and i.text_delta for i in items)  # content came first
+    # content came first
+    assert any(isinstance(i, ta.lowlevel.StreamEvent) and i.text_delta for i in items)
     assert len(model.requests) == 1  # never retried after content
     assert model.open_streams == 0
 
 
-async def test_pings_during_a_stall_keep_it_alive_but_count_as_stall(autojump_clock: Any) -> None:
+async def test_pings_during_a_stall_keep_it_alive_but_count_as_stall(
+    autojump_clock: Any, timed_collect: Any
+) -> None:
     faults = Faults(stall_before_event=4, stall_seconds=100, pings_only_for=10)
     model = scripted("responses", [ScriptedAnswer(blocks=[ta.TextBlock("hello")], faults=faults)])
-    result = result_of(await collect(client_for(model, "responses")))
+    result = result_of(await timed_collect(client_for(model, "responses")))
     assert result.message.text == "hello"
     assert result.statistics.stalls == 1
     assert result.statistics.stall_time == pytest.approx(100)
@@ -447,7 +473,7 @@ async def test_consumer_leaving_early_closes_the_stream(autojump_clock: Any, api
         model="m", max_tokens=9, messages=[ta.UserMessage("hi")]
     ) as channel:
         async for item in channel:
-            if isinstance(item, ta.StreamEvent) and item.text_delta:
+            if isinstance(item, ta.lowlevel.StreamEvent) and item.text_delta:
                 break
     assert model.open_streams == 0
 
@@ -466,20 +492,22 @@ async def test_consumer_leaving_early_closes_the_stream(autojump_clock: Any, api
         b"data: {nope\n\n",
     ],
 )
-async def test_protocol_violations_are_typed(autojump_clock: Any, data: bytes) -> None:
+async def test_protocol_violations_are_typed(
+    autojump_clock: Any, data: bytes, timed_collect: Any
+) -> None:
     model = scripted("responses", [RawAnswer(chunks=[(0.0, data)])])
     with pytest.raises(ta.StreamProtocolError):
-        await collect(client_for(model, "responses", retry=ta.RetryPolicy.never()))
+        await timed_collect(client_for(model, "responses", retry=ta.RetryPolicy.never()))
     assert len(model.requests) == 1
     assert model.open_streams == 0
 
 
-async def test_real_socket_integration() -> None:
+async def test_real_socket_integration(timed_collect: Any) -> None:
     answer = _three_calls()
     answer = ScriptedAnswer(blocks=answer.blocks, timing=Timing(token_delay=0.001))
     model = ScriptedModel([answer], protocol="openai-responses")
     async with serve_scripted_model(model) as base_url:
         client = ta.OpenAIClient(api_key="sk-test", base_url=base_url + "/v1")
-        result = result_of(await collect(client))
+        result = result_of(await timed_collect(client))
     assert result.message.content == answer.blocks
     assert result.request_id == "req_scripted_1"
