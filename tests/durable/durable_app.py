@@ -55,7 +55,8 @@ def build_deferring(session_id: str) -> trio_agent.Session:
     async def ask_later(tool, input, ctx):
         return trio_agent.Defer() if tool.name == "effect" else trio_agent.Allow()
 
-    return attrs.evolve(build(session_id), can_use_tool=ask_later)
+    session = build(session_id)
+    return attrs.evolve(session, options=attrs.evolve(session.options, can_use_tool=ask_later))
 
 
 deferring = durable.Agent("durable-deferring", build_deferring)

@@ -275,14 +275,14 @@ class ModelCaller:
         return on_retry
 
     def _request(self, state: State, attempt: Attempt) -> dict[str, Any]:
-        request: dict[str, Any] = dict(
-            model=state.model,
-            messages=rec.request_messages(state),
-            max_tokens=state.effective_max_tokens,
-            system=self.system,
-            tools=list(self.tools),
-            extra_body=self.options.extra_body,
-        )
+        request: dict[str, Any] = {
+            "model": state.model,
+            "messages": rec.request_messages(state),
+            "max_tokens": state.effective_max_tokens,
+            "system": self.system,
+            "tools": list(self.tools),
+            "extra_body": self.options.extra_body,
+        }
         if self.recoverable:
             request["on_retry"] = self._on_retry(state, attempt)
         return request
