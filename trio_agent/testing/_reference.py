@@ -1,6 +1,6 @@
 """The reference model: a pure simulation of the executor's semantics.
 
-No Trio here: a discrete-event simulation of DESIGN.md's Layer 2 rules, written
+No Trio here: a discrete-event simulation of docs/DESIGN.md's scheduling rules (§2), written
 as plainly as possible, that gives each call of a :class:`ToolScenario` its
 start and end time, its result kind and where the result was delivered. In
 virtual time the real executor must match it exactly
