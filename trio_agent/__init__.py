@@ -5,8 +5,10 @@ The package is the data flow, top to bottom (imports only go down; import-linter
 checks it, see ``[tool.importlinter]`` in pyproject.toml)::
 
     _messages.py _exceptions.py _tools.py _tool_schema.py _permissions.py
+    _options.py _retry.py
                   the shared vocabulary: wire values, errors, Tool (and its schema from
-                  type hints), permission answers
+                  type hints), permission answers, TurnOptions (every option of a
+                  turn, in one value), RetryPolicy
     _model/       Layer 1: bytes -> stream items. ModelClient (the protocol the loop
                   depends on), SSE, MessageAccumulator, RetryPolicy, the stall meter,
                   AnthropicClient, OpenAIClient (Responses / Chat Completions)
@@ -34,7 +36,8 @@ public face exports reports that face as its module (``_util.fixup_module_metada
 ``trio_agent/_executor/_executor.py`` (the scheduling loop of ``ToolExecutor``); turn
 on ``logging.getLogger("trio_agent.executor").setLevel(logging.DEBUG)`` to see each
 decision and its reason (not concurrency-safe while another tool runs, the
-concurrency cap, behind a non-safe tool, refused by ``can_use_tool``).
+concurrency cap, behind a non-safe tool); a call ``can_use_tool`` refused shows in
+its ``ToolResult``. docs/DESIGN.md is the long version of this map.
 """
 
 from . import _util
