@@ -19,11 +19,11 @@ from trio_agent import (
     Transition,
     TransitionReason,
     UserMessage,
-    message_from_api,
 )
 from trio_agent._cli._demo_script import demo_script
 from trio_agent._cli._main import main
 from trio_agent._cli._timeline import TurnRecorder
+from trio_agent.lowlevel import message_from_api
 from trio_agent.testing import check_history
 
 

@@ -56,16 +56,16 @@ def client_for(model: ScriptedModel, api: str, **kwargs: Any) -> ta.OpenAIClient
     )
 
 
-async def streamed(client: ta.OpenAIClient, **kwargs: Any) -> ta.StreamResult:
+async def streamed(client: ta.OpenAIClient, **kwargs: Any) -> ta.lowlevel.StreamResult:
     async with client.stream(
         model="gpt-x", max_tokens=64, messages=[ta.UserMessage("hi")], **kwargs
     ) as items:
-        results = [item async for item in items if isinstance(item, ta.StreamResult)]
+        results = [item async for item in items if isinstance(item, ta.lowlevel.StreamResult)]
     (result,) = results
     return result
 
 
-async def created(client: ta.OpenAIClient, **kwargs: Any) -> ta.StreamResult:
+async def created(client: ta.OpenAIClient, **kwargs: Any) -> ta.lowlevel.StreamResult:
     return await client.create(
         model="gpt-x", max_tokens=64, messages=[ta.UserMessage("hi")], **kwargs
     )
@@ -91,7 +91,7 @@ def reset_after_text(tool_id: str) -> ScriptedAnswer:
 @pytest.mark.parametrize("api", sorted(PROTOCOL))
 def test_an_openai_client_is_recoverable(api: str) -> None:
     client = ta.OpenAIClient(api_key="k", api=api)  # type: ignore[arg-type]
-    assert isinstance(client, ta.RecoverableModelClient)
+    assert isinstance(client, ta.lowlevel.RecoverableModelClient)
 
 
 async def test_responses_reset_mid_stream_retried_then_answered_by_create(
@@ -187,7 +187,7 @@ async def test_three_overloaded_then_the_fallback_model(
         tools=[],
         model="big",
         max_tokens=100,
-        fallback_model="small",
+        options=ta.TurnOptions(fallback_model="small"),
     ) as stream:
         async for event in stream:
             events.append(event)
@@ -364,6 +364,6 @@ def test_create_of_a_broken_response_is_a_message_or_a_typed_error(
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     (result,) = outcome
-    if isinstance(result, ta.StreamResult):
+    if isinstance(result, ta.lowlevel.StreamResult):
         check_history([ta.UserMessage("hi"), result.message], strict=False)
     assert len(model.requests) == 1

@@ -18,15 +18,11 @@ from trio_agent import (
     TextBlock,
     UserMessage,
 )
-from trio_agent._model import (
-    MessageAccumulator,
-    RecoverableModelClient,
-    StreamLimits,
-    StreamResult,
-)
+from trio_agent._model import MessageAccumulator, StreamLimits, StreamResult
 from trio_agent._model._anthropic import MessagesProvider
 from trio_agent._model._client import ProviderClient
 from trio_agent._model._provider import EventDecoder, ModelRequest, Provider
+from trio_agent.lowlevel import RecoverableModelClient
 from trio_agent.testing import ScriptedAnswer, ScriptedModel
 
 HI = [UserMessage("hi")]
