@@ -100,10 +100,81 @@ def _content(data: Mapping[str, Any], key: str, default: Any) -> Any:
     return tuple(block_from_api(b) for b in items)
 
 
+def clean_text(value: str) -> str:
+    """*value* as text UTF-8 can carry: each lone surrogate (a file name decoded with
+    ``surrogateescape``, a JSON ``"\\ud800"`` escape, a tool's bad string) becomes
+    U+FFFD; a surrogate pair becomes the character it encodes. Text that encodes
+    already is returned as it is (the common case costs one ``isascii``)."""
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return value
+
+
+def clean_json(value: Any) -> Any:
+    """*value* with :func:`clean_text` applied to every string in it, keys too
+    (iteratively: a deeply nested value cannot exhaust the stack); *value* itself
+    when nothing needed cleaning."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if not isinstance(value, Mapping | list | tuple) or _all_clean(value):
+        return cast(Any, value)
+    return _cleaned(value)
+
+
+def _all_clean(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if clean_text(item) is not item:
+                return False
+        elif isinstance(item, Mapping):
+            mapping = cast("Mapping[Any, Any]", item)
+            stack.extend(mapping.keys())
+            stack.extend(mapping.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(cast("Sequence[Any]", item))
+    return True
+
+
+def _cleaned(value: Any) -> Any:
+    """A copy of *value* (mappings as dicts, sequences as lists) with clean strings;
+    iterative, so depth costs no recursion."""
+    root: list[Any] = [None]
+    work: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while work:
+        item, parent, key = work.pop()
+        if isinstance(item, str):
+            parent[key] = clean_text(item)
+        elif isinstance(item, Mapping):
+            mapping = cast("Mapping[Any, Any]", item)
+            out: dict[Any, Any] = {}
+            parent[key] = out
+            for k, v in mapping.items():
+                k = clean_text(k) if isinstance(k, str) else k
+                out[k] = None
+                work.append((v, out, k))
+        elif isinstance(item, list | tuple):
+            items = list(cast("Sequence[Any]", item))
+            parent[key] = items
+            work.extend((v, items, i) for i, v in enumerate(items))
+        else:
+            parent[key] = item
+    return root[0]
+
+
+def _clean_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return _frozen_mapping(clean_json(value) if value else value)
+
+
 def _content_value(
     content: str | Sequence[ContentBlock],
 ) -> str | tuple[ContentBlock, ...]:
-    return content if isinstance(content, str) else tuple(content)
+    return clean_text(content) if isinstance(content, str) else tuple(content)
 
 
 def _extra(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
@@ -154,7 +225,7 @@ def _plain(value: Any) -> Any:
 class TextBlock:
     """A text block; ``citations`` is ``None`` unless the API sent citations."""
 
-    text: str
+    text: str = attrs.field(converter=clean_text)
     citations: tuple[Mapping[str, Any], ...] | None = None
     #: Every other key the API sent, verbatim.
     extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, kw_only=True)
@@ -184,7 +255,7 @@ class TextBlock:
 class ThinkingBlock:
     """Extended thinking, with the signature that lets it be sent back."""
 
-    thinking: str
+    thinking: str = attrs.field(converter=clean_text)
     signature: str
     #: Every other key the API sent, verbatim.
     extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, kw_only=True)
@@ -242,7 +313,7 @@ class ToolUseBlock:
 
     id: str
     name: str
-    input: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    input: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_clean_mapping)
     invalid_input: str | None = attrs.field(default=None, kw_only=True)
     #: Who called the tool (the API's ``caller``: direct, or code execution), if sent.
     caller: Mapping[str, Any] | None = attrs.field(
@@ -429,13 +500,22 @@ def _usage_counts(data: Mapping[str, Any]) -> dict[str, int]:
 
 @attrs.frozen
 class Usage:
-    """Token counts. ``extra`` keeps every other usage key the API sent, verbatim."""
+    """Token counts. ``extra`` keeps every other usage key the API sent, verbatim.
+
+    ``cost_usd`` is the cost in US dollars, or None when it is unknown: the API
+    does not send it (``from_api`` leaves it None, ``to_api`` never writes it); the
+    loop prices each model call's usage at the published price of its model and
+    provider (genai-prices), so ``TurnEnd.usage`` and ``Session.usage`` carry the
+    sum. A sum with an unknown cost is unknown (``None + x`` is None): a total is
+    never a guess. Start a sum at ``Usage(cost_usd=0.0)``.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int | None = None
     cache_read_input_tokens: int | None = None
     extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    cost_usd: float | None = attrs.field(default=None, kw_only=True)
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> Usage:
@@ -465,7 +545,8 @@ class Usage:
         return attrs.evolve(self, **changes) if changes else self
 
     def __add__(self, other: Usage) -> Usage:
-        """Sum two usages (for session totals)."""
+        """Sum two usages (for turn and session totals); the costs add up when both
+        are known, else the sum's is None."""
 
         def add(a: int | None, b: int | None) -> int | None:
             return None if a is None and b is None else (a or 0) + (b or 0)
@@ -478,6 +559,11 @@ class Usage:
             ),
             cache_read_input_tokens=add(
                 self.cache_read_input_tokens, other.cache_read_input_tokens
+            ),
+            cost_usd=(
+                None
+                if self.cost_usd is None or other.cost_usd is None
+                else self.cost_usd + other.cost_usd
             ),
         )
 

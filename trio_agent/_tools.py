@@ -48,7 +48,7 @@ import jsonschema.protocols
 import trio
 
 from ._exceptions import ToolDefinitionError
-from ._messages import ContentBlock
+from ._messages import ContentBlock, json_depth
 from ._tool_schema import Signature, convert, signature_of
 
 __all__ = ["Tool", "ToolContext", "ToolOutput", "ToolReturn", "tool"]
@@ -92,6 +92,19 @@ class ToolContext:
 
 #: Exact types that plain_json() returns as they are (a fast path: no ABC check).
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+#: The deepest tool input the executor validates and runs (the stream refuses deeper
+#: input already: ``StreamLimits.max_json_depth``, 100 by default).
+MAX_INPUT_DEPTH = 200
+
+
+def depth_error(input: Mapping[str, Any]) -> str | None:
+    """The error for an input nested deeper than :data:`MAX_INPUT_DEPTH`, else None
+    (validation and :func:`plain_json` recurse: refuse what would exhaust the stack)."""
+    if json_depth(input, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
+        return f"the input is nested deeper than {MAX_INPUT_DEPTH} levels"
+    return None
 
 
 def plain_json(value: Any) -> Any:
@@ -195,7 +208,7 @@ class Tool:
         Any mapping is accepted (``ToolUseBlock.input`` is a read-only proxy); it is
         checked as the JSON object it stands for.
         """
-        return schema_error(self, plain_json(input))
+        return depth_error(input) or schema_error(self, plain_json(input))
 
     def is_concurrency_safe(self, input: Mapping[str, Any]) -> bool:
         """Whether this call may run beside others; a raising check means no."""

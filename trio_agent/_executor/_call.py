@@ -18,9 +18,17 @@ import attrs
 import trio
 
 from .._exceptions import excerpt
-from .._messages import ContentBlock, OpaqueBlock, TextBlock, ToolUseBlock, json_depth
+from .._messages import ContentBlock, OpaqueBlock, TextBlock, ToolUseBlock
 from .._permissions import Allow, CanUseTool, Defer, Deny, Reject
-from .._tools import ContextModifier, Tool, ToolContext, ToolOutput, plain_json, schema_error
+from .._tools import (
+    ContextModifier,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    depth_error,
+    plain_json,
+    schema_error,
+)
 from ._results import (
     ToolResult,
     bad_return_message,
@@ -45,9 +53,6 @@ __all__ = [
     "returned",
 ]
 
-#: The deepest tool input the executor validates and runs (the stream refuses deeper
-#: input already: ``StreamLimits.max_json_depth``, 100 by default).
-MAX_INPUT_DEPTH = 200
 
 #: The block types the API accepts in ``tool_result`` content (OpaqueBlock: by type).
 RESULT_BLOCK_TYPES = frozenset({"text", "image", "document", "search_result"})
@@ -88,14 +93,22 @@ def check_input(
     """
     if block.invalid_input is not None:
         return f"the input is not valid JSON: {excerpt(block.invalid_input)}", False, None
-    if json_depth(block.input, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH:
-        # Validation and plain_json() recurse: refuse what would exhaust the stack.
-        return f"the input is nested deeper than {MAX_INPUT_DEPTH} levels", False, None
-    input: Mapping[str, Any] = plain_json(block.input)
-    error = schema_error(tool, input)
-    if error is not None:
+    error, input = validated(tool, block.input)
+    if input is None:
         return error, False, None
     return None, tool.is_concurrency_safe(input), input
+
+
+def validated(tool: Tool, raw: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any] | None]:
+    """(None, *raw* as plain JSON) when *raw* is a valid input of *tool*, else (the
+    error, None). Whatever gives a tool its input goes through here: the model's
+    block and a permission check's ``updated_input`` alike."""
+    error = depth_error(raw)
+    if error is not None:
+        return error, None
+    input: Mapping[str, Any] = plain_json(raw)  # converted once: validated and run
+    error = schema_error(tool, input)
+    return (error, None) if error is not None else (None, input)
 
 
 def _result_block(item: object) -> bool:
@@ -214,10 +227,10 @@ async def permit(
         result = ToolResult(call.block.id, decision.message, is_error=True, deferred=True)
         return Ran(result)
     if decision.updated_input is not None:
-        error = tool.validate(decision.updated_input)
-        if error is not None:
-            return _error(call, invalid_input_message(tool.name, error))
-        return attrs.evolve(runnable, input=plain_json(decision.updated_input))
+        error, input = validated(tool, decision.updated_input)
+        if input is None:
+            return _error(call, invalid_input_message(tool.name, error or "invalid"))
+        return attrs.evolve(runnable, input=input)
     return runnable
 
 

@@ -53,6 +53,7 @@ from ._results import (
     ToolProgress,
     ToolResult,
     aborted_message,
+    describe,
     unknown_tool_message,
 )
 
@@ -699,7 +700,7 @@ class ToolExecutor(metaclass=NoPublicConstructor):
                 result = ToolResult(
                     call.block.id,
                     f"Error: the context modifier of {call.block.name} raised "
-                    f"{type(exc).__name__}: {exc}",
+                    f"{type(exc).__name__}: {describe(exc)}",
                     is_error=True,
                     started=True,
                 )

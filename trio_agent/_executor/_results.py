@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from .._messages import ContentBlock, TextBlock, ToolResultBlock
+from .._messages import ContentBlock, TextBlock, ToolResultBlock, clean_text
 
 __all__ = [
     "AbortReason",
@@ -48,6 +48,13 @@ class AbortReason(enum.StrEnum):
     STREAMING_FALLBACK = "streaming_fallback"
 
 
+def result_content(content: str | Sequence[ContentBlock]) -> str | tuple[ContentBlock, ...]:
+    """A result's content as it may enter the history: text UTF-8 can carry (a lone
+    surrogate from a tool becomes U+FFFD), blocks as a tuple (their text is cleaned
+    by the blocks themselves)."""
+    return clean_text(content) if isinstance(content, str) else tuple(content)
+
+
 @attrs.frozen
 class ToolResult:
     """The one answer to one ``tool_use`` block.
@@ -65,9 +72,7 @@ class ToolResult:
     """
 
     tool_use_id: str
-    content: str | tuple[ContentBlock, ...] = attrs.field(
-        converter=lambda c: c if isinstance(c, str) else tuple(c)  # pyright: ignore
-    )
+    content: str | tuple[ContentBlock, ...] = attrs.field(converter=result_content)
     is_error: bool = attrs.field(default=False, kw_only=True)
     abort_reason: AbortReason | None = attrs.field(default=None, kw_only=True)
     started: bool = attrs.field(default=False, kw_only=True)
