@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from trio_agent import Allow, PermissionRules, ToolContext, ToolOutput
 from trio_agent._loop._rules import RuleAction
-from trio_agent._loop._shell import simple_commands
+from trio_agent._shell import simple_commands
 from trio_agent.tools import Bash, Workspace
 
 ATTACKS = [

@@ -45,8 +45,10 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+import functools
 import os
 import re
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
@@ -55,16 +57,28 @@ import trio
 
 from .._exceptions import TrioAgentError
 from .._permissions import Allow, Deny, PermissionDecision
+from .._shell import MAX_COMMAND_BYTES, analyze
 from .._tools import Tool, ToolContext
-from ._shell import simple_commands
 
-__all__ = ["MAIN_ARGUMENT_KEYS", "PermissionRuleError", "PermissionRules", "Rule", "RuleAction"]
+__all__ = [
+    "MAIN_ARGUMENT_KEYS",
+    "PermissionRuleError",
+    "PermissionRules",
+    "Rule",
+    "RuleAction",
+    "UnknownToolWarning",
+]
 
 #: The input keys whose (string) value a ``Name(pattern)`` rule is matched against,
 #: in order of preference.
 MAIN_ARGUMENT_KEYS: tuple[str, ...] = ("path", "file_path", "command", "url", "pattern")
 #: Keys whose value is a file path (resolved before matching).
 _PATH_KEYS = ("path", "file_path")
+
+#: Tools that list or search files: a Read deny rule also applies to their path.
+_SEARCH_TOOLS = frozenset({"Grep", "Glob"})
+#: A Bash command longer than this is decided in a worker thread.
+_INLINE_COMMAND_CHARS = 4096
 
 _RULE = re.compile(r"^(?P<name>[a-zA-Z0-9_-]{1,128})(?:\((?P<pattern>.*)\))?$", re.DOTALL)
 
@@ -73,6 +87,16 @@ AskCallback = Callable[[Tool, Mapping[str, Any], ToolContext], Awaitable[Permiss
 
 class PermissionRuleError(TrioAgentError, ValueError):
     """A permission rule string is malformed."""
+
+
+class UnknownToolWarning(UserWarning):
+    """A permission rule names a tool that is not among the rules' ``tools``."""
+
+
+def _tool_names(value: Iterable[str | Tool] | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    return frozenset(t if isinstance(t, str) else t.name for t in value)
 
 
 class RuleAction(enum.StrEnum):
@@ -135,13 +159,17 @@ class Rule:
 class _Subject:
     """What the patterns of one call are matched against.
 
-    ``any_of``: a deny or ask rule applies if it matches one of these. ``every``: a
-    pattern allow rule set allows the call if each item (alternative spellings of one
-    thing) is matched by some allow rule; None: no pattern can allow it.
+    ``any_of``: a deny or ask rule applies if it matches one of these; ``wildcard``:
+    every deny and ask pattern applies (a command that could run anything).
+    ``every``: a pattern allow rule set allows the call if each item (alternative
+    spellings of one thing) is matched by some allow rule; None: no pattern can allow
+    it. ``paths``: the call names a file; its patterns are gitignore-style.
     """
 
     any_of: tuple[str, ...]
     every: tuple[tuple[str, ...], ...] | None
+    wildcard: bool = False
+    paths: bool = False
 
 
 def _main_key(input: Mapping[str, Any]) -> str | None:
@@ -151,31 +179,148 @@ def _main_key(input: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _bash_subject(command: str) -> _Subject:
+    if len(command) > MAX_COMMAND_BYTES:  # before any encoding or parsing
+        return _Subject((), None, wildcard=True)
+    analysis = _analyze(command)
+    if analysis.unanalyzable is not None:
+        return _Subject((), None, wildcard=True)
+    any_of = [command]
+    every: list[tuple[str, ...]] = []
+    for simple in analysis.commands:
+        any_of.extend(simple.deny_texts)
+        every.append(simple.allow_texts)
+    if analysis.dynamic or any(not texts for texts in every):
+        return _Subject(tuple(any_of), None, wildcard=analysis.dynamic)
+    return _Subject(tuple(dict.fromkeys(any_of)), tuple(every))
+
+
+_analyze = functools.lru_cache(maxsize=256)(analyze)
+
+
+def _path_spellings(value: str, root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the resolved spellings: workspace-relative and absolute real path, the
+    spellings as given, normalized)."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(real_root, value))
+    resolved = [real]
+    if real == real_root:
+        resolved.insert(0, ".")
+    elif real.startswith(real_root.rstrip(os.sep) + os.sep):
+        resolved.insert(0, os.path.relpath(real, real_root).replace(os.sep, "/"))
+    given = [value]
+    normal = os.path.normpath(value).replace(os.sep, "/")
+    if os.path.isabs(normal):
+        given.append(normal)
+    elif not normal.startswith("../"):
+        given.append(normal)
+        given.append(os.path.relpath(os.path.join(real_root, normal), real_root))
+    return tuple(resolved), tuple(dict.fromkeys(given))
+
+
 def _subject(tool_name: str, input: Mapping[str, Any], root: str) -> _Subject:
     key = _main_key(input)
     if key is None:
         return _Subject((), None)
     value: str = input[key]
     if key == "command" and tool_name == "Bash":
-        commands = simple_commands(value)
-        if commands is None or not commands:
-            return _Subject((value,), None)
-        return _Subject((value, *commands), tuple((c,) for c in commands))
+        return _bash_subject(value)
     if key in _PATH_KEYS and value and "\0" not in value:
-        real_root = os.path.realpath(root)
-        real = os.path.realpath(os.path.join(real_root, value))
-        spellings = [real]
-        if real == real_root:
-            spellings.insert(0, ".")
-        elif real.startswith(real_root.rstrip(os.sep) + os.sep):
-            spellings.insert(0, os.path.relpath(real, real_root).replace(os.sep, "/"))
-        return _Subject((value, os.path.normpath(value), *spellings), (tuple(spellings),))
+        resolved, given = _path_spellings(value, root)
+        return _Subject(tuple(dict.fromkeys((*given, *resolved))), (resolved,), paths=True)
     return _Subject((value,), ((value,),))
 
 
-def _matches(rule: Rule, texts: tuple[str, ...]) -> bool:
+def _matches(rule: Rule, texts: tuple[str, ...], *, paths: bool = False, root: str = "") -> bool:
     assert rule.pattern is not None
+    if paths:
+        regex = _path_regex(rule.pattern, root)
+        return any(_covers(regex, text) for text in texts)
+    if rule.tool == "Bash" and rule.pattern.endswith(":*"):
+        # Claude Code's prefix syntax: the prefix, then nothing or a space.
+        prefix = rule.pattern[:-2]
+        return any(t == prefix or t.startswith(prefix + " ") for t in texts)
     return any(fnmatch.fnmatchcase(text, rule.pattern) for text in texts)
+
+
+def _covers(regex: re.Pattern[str], path: str) -> bool:
+    """Whether *regex* matches *path* or one of its parent directories (gitignore:
+    what is under a matched directory is matched too)."""
+    if regex.fullmatch(path):
+        return True
+    while True:
+        parent = path.rsplit("/", 1)[0] if "/" in path.strip("/") else ""
+        if not parent or parent == path:
+            return False
+        if regex.fullmatch(parent):
+            return True
+        path = parent
+
+
+@functools.lru_cache(maxsize=1024)
+def _path_regex(pattern: str, root: str) -> re.Pattern[str]:
+    """A gitignore-style pattern as a regular expression over the spellings of
+    :func:`_path_spellings`.
+
+    ``./x`` and ``x/y`` are relative to the root (``**`` crosses directories, ``*``
+    does not); a pattern without a ``/`` matches a name at any depth; ``//abs`` and
+    ``/abs`` are absolute paths (a pattern inside the root also matches its
+    workspace-relative spelling); ``~/x`` is in the home directory.
+    """
+    text = pattern
+    if text.startswith("~/"):
+        text = os.path.expanduser(text)
+    if text.startswith("//"):
+        text = text[1:]
+    real_root = os.path.realpath(root).rstrip("/")
+    if text.startswith("/"):
+        inside = real_root and (text == real_root or text.startswith(real_root + "/"))
+        if not inside and root:
+            plain = os.path.abspath(root).rstrip("/")
+            if text == plain or text.startswith(plain + "/"):
+                text, inside = real_root + text[len(plain) :], True
+        if inside:
+            relative = text[len(real_root) :].lstrip("/") or "."
+            return re.compile(f"(?:{re.escape(real_root)}/)?{_glob_body(relative)}")
+        return re.compile(_glob_body(text))
+    while text.startswith("./"):
+        text = text[2:]
+    text = text.rstrip("/") or "."
+    body = _glob_body(text)
+    if "/" not in text:
+        body = f"(?:.*/)?{body}"
+    return re.compile(body)
+
+
+def _glob_body(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif text.startswith("/**", i) and i + 3 == len(text):
+            out.append("(?:/.*)?")
+            i += 3
+        elif text.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif text[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif text[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif text[i] == "[" and (end := text.find("]", i + 2)) > 0:
+            inner = text[i + 1 : end].replace("\\", "\\\\")
+            if inner.startswith("!"):
+                inner = "^" + inner[1:]
+            out.append(f"[{inner}]")
+            i = end + 1
+        else:
+            out.append(re.escape(text[i]))
+            i += 1
+    return "".join(out)
 
 
 def _rules(value: Iterable[str | Rule]) -> tuple[Rule, ...]:
@@ -197,6 +342,9 @@ class PermissionRules:
             every call that must be asked is denied.
         root: the directory file paths are resolved against (the workspace root);
             None: the current directory when the call is decided.
+        tools: the tools (or their names) the rules are for; a rule naming another
+            tool warns (:class:`UnknownToolWarning`) here, since it can never match.
+            None: not checked.
     """
 
     allow: tuple[Rule, ...] = attrs.field(default=(), converter=_rules)
@@ -204,6 +352,21 @@ class PermissionRules:
     deny: tuple[Rule, ...] = attrs.field(default=(), converter=_rules)
     ask_callback: AskCallback | None = attrs.field(default=None, kw_only=True)
     root: str | os.PathLike[str] | None = attrs.field(default=None, kw_only=True)
+    tools: frozenset[str] | None = attrs.field(
+        default=None, kw_only=True, converter=_tool_names, eq=False, repr=False
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if self.tools is None:
+            return
+        for rule in (*self.allow, *self.ask, *self.deny):
+            if rule.tool not in self.tools:
+                warnings.warn(
+                    f"the permission rule {str(rule)!r} names no known tool "
+                    f"(known: {', '.join(sorted(self.tools))})",
+                    UnknownToolWarning,
+                    stacklevel=3,
+                )
 
     @classmethod
     def default(cls, ask_callback: AskCallback | None = None) -> PermissionRules:
@@ -220,11 +383,21 @@ class PermissionRules:
         Synchronous: deny first, then ask, then allow; no match asks (see the
         module for what a pattern is matched against).
         """
-        subject = _subject(tool_name, input, os.fspath(self.root or os.getcwd()))
+        root = os.fspath(self.root or os.getcwd())
+        subject = _subject(tool_name, input, root)
+        if tool_name in _SEARCH_TOOLS and subject.paths:
+            # Grep and Glob never search what Read may not see.
+            for rule in self.deny:
+                if rule.tool == "Read" and (
+                    rule.pattern is None or _matches(rule, subject.any_of, paths=True, root=root)
+                ):
+                    return RuleAction.DENY, rule
         for action, rules in ((RuleAction.DENY, self.deny), (RuleAction.ASK, self.ask)):
             for rule in rules:
                 if rule.tool == tool_name and (
-                    rule.pattern is None or _matches(rule, subject.any_of)
+                    rule.pattern is None
+                    or subject.wildcard
+                    or _matches(rule, subject.any_of, paths=subject.paths, root=root)
                 ):
                     return action, rule
         allow = [rule for rule in self.allow if rule.tool == tool_name]
@@ -235,16 +408,39 @@ class PermissionRules:
             return RuleAction.ASK, None
         deciding: Rule | None = None
         for spellings in subject.every:
-            rule = next((r for r in allow if _matches(r, spellings)), None)
+            rule = next(
+                (r for r in allow if _matches(r, spellings, paths=subject.paths, root=root)),
+                None,
+            )
             if rule is None:
                 return RuleAction.ASK, None
             deciding = deciding or rule
         return RuleAction.ALLOW, deciding
 
+    def read_denied(self, path: str) -> bool:
+        """Whether a Read deny rule covers *path* (relative to the root, or absolute):
+        give it to ``Grep(ws, exclude=rules.read_denied)`` and ``Glob(...)`` so that
+        they skip what Read may not see."""
+        if not path or "\0" in path:
+            return False
+        root = os.fspath(self.root or os.getcwd())
+        resolved, given = _path_spellings(path, root)
+        texts = (*given, *resolved)
+        return any(
+            rule.tool == "Read"
+            and (rule.pattern is None or _matches(rule, texts, paths=True, root=root))
+            for rule in self.deny
+        )
+
     async def __call__(
         self, tool: Tool, input: Mapping[str, Any], ctx: ToolContext
     ) -> PermissionDecision:
-        action, rule = self.decide(tool.name, input)
+        command = input.get("command") if tool.name == "Bash" else None
+        if isinstance(command, str) and len(command) > _INLINE_COMMAND_CHARS:
+            # A long command's parse takes milliseconds: not on the event loop.
+            action, rule = await trio.to_thread.run_sync(self.decide, tool.name, input)
+        else:
+            action, rule = self.decide(tool.name, input)
         if action is not RuleAction.ASK or self.ask_callback is None:
             # Every async call is a checkpoint, asked or not.
             await trio.lowlevel.checkpoint()
