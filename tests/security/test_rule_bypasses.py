@@ -80,11 +80,12 @@ DELETES_X = [
     "shopt -s expand_aliases\nalias ls='rm -rf'\nls x",
     "/bin/r? -rf x",
     "git -c alias.q='!rm -rf x' q",
-    "PATH=/nonexistent:$PATH; rm -rf x",
     "bash <<< 'rm -rf x'",
     "echo 'rm -rf x' > s; bash s",
     "trap 'rm -rf x' EXIT",
     "cat <<EOF | sh\nrm -rf x\nEOF",
+    # Held before too (kept as a regression).
+    "PATH=/nonexistent:$PATH; rm -rf x",
 ]
 
 
@@ -100,14 +101,17 @@ def test_a_denied_rm_is_never_run(command: str, tmp_path: pathlib.Path) -> None:
 
 
 CREATES_PWNED = [
-    "ls <<EOF\n`touch pwned`\nEOF",
-    "ls <<-EOF\n\t$(touch pwned)\nEOF",
-    "ls <<EOF\n${u:-$(touch pwned)}\nEOF",
-    "ls <<-EOF\n\t`touch pwned` \"q\" 'r'\nEOF",
-    "ls $(touch pwned)",
-    "ls `touch pwned`",
+    "ls -l <<EOF\n`touch pwned`\nEOF",
+    "ls -l <<-EOF\n\t$(touch pwned)\nEOF",
+    "ls -l <<-EOF\n\t`touch pwned` 'q'\nEOF",
+    # Held before too (kept as regressions).
+    "ls -l <<EOF\n${u:-$(touch pwned)}\nEOF",
+    'ls -l <<EOF\n$(: "$(touch pwned)")\nEOF',
+    "ls -l <<E\n$(: <<F\n$(touch pwned)\nF\n)\nE",
+    "ls -l $(touch pwned)",
+    "ls -l `touch pwned`",
     "ls -la; touch pwned",
-    'ls <<< "$(touch pwned)"',
+    'ls -l <<< "$(touch pwned)"',
     'ls -d "$(touch pwned)"',
 ]
 
