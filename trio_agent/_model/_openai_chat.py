@@ -159,6 +159,10 @@ class ChatEvents:
         self._blocks = 0
         self._text: int | None = None
         self._calls: dict[int, int] = {}  # tool call index -> block index, while open
+        # Calls whose name may still come in pieces (``get_`` then ``weather``): their
+        # block starts at their first arguments, or when another call or the end
+        # shows the name is complete. Tool call index -> (id, name so far).
+        self._naming: dict[int, tuple[str, str]] = {}
         self._seen_calls: set[int] = set()
         self._open_order: list[int] = []
         self._refusal = False
@@ -246,6 +250,7 @@ class ChatEvents:
             if not isinstance(reason, str):
                 raise violation("finish_reason must be a string", event)
             self._finished = True
+            self._name_all(out)
             for index in list(self._open_order):  # every call is complete now
                 self._close(index, out)
             self._text = None
@@ -268,30 +273,49 @@ class ChatEvents:
         function_: Mapping[str, Any] = (
             cast("Mapping[str, Any]", function) if isinstance(function, Mapping) else {}
         )
-        index = self._calls.get(position)
-        if index is None:
+        name = function_.get("name")
+        if name is not None and not isinstance(name, str):
+            raise violation(f"tool call {position} has a name that is not a string", event)
+        arguments = function_.get("arguments")
+        if arguments is not None and not isinstance(arguments, str):
+            raise violation("tool call arguments must be a string", event)
+        if position in self._naming:
+            if name:  # the name goes on, as the official SDK accumulates it
+                call_id, so_far = self._naming[position]
+                self._naming[position] = (call_id, so_far + name)
+        elif position not in self._calls:
             if position in self._seen_calls:
                 raise violation(f"tool call {position} continued after it ended", event)
-            name = function_.get("name")
-            if not isinstance(name, str) or not name:
+            if not name:
                 raise violation(f"tool call {position} starts without a name", event)
             call_id = call.get("id")
             if not isinstance(call_id, str) or not call_id:
-                call_id = f"call_{self._blocks}"  # some local servers send no id
+                call_id = f"call_{self._blocks + len(self._naming)}"  # some servers send none
             self._close_text(out)
+            self._name_all(out)  # a new call: the name of every earlier one is complete
             if self.early_tool_start:
                 for previous in list(self._calls.values()):
                     self._close(previous, out)  # a new index: the previous call is complete
                 self._calls.clear()
             self._seen_calls.add(position)
-            start: Event = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
-            index = self._calls[position] = self._open(start, out)
-        arguments = function_.get("arguments")
-        if arguments is not None:
-            if not isinstance(arguments, str):
-                raise violation("tool call arguments must be a string", event)
-            if arguments:
-                out.append(block_delta(index, "input_json_delta", "partial_json", arguments))
+            self._naming[position] = (call_id, name)
+        elif name:
+            raise violation(f"tool call {position}'s name goes on after its arguments", event)
+        if arguments:
+            if position in self._naming:
+                self._start_call(position, out)
+            index = self._calls[position]
+            out.append(block_delta(index, "input_json_delta", "partial_json", arguments))
+
+    def _start_call(self, position: int, out: list[Event]) -> None:
+        """Start the block of the call at *position*, its name now complete."""
+        call_id, name = self._naming.pop(position)
+        start: Event = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+        self._calls[position] = self._open(start, out)
+
+    def _name_all(self, out: list[Event]) -> None:
+        for position in sorted(self._naming):
+            self._start_call(position, out)
 
 
 def chat_completion_chunks(completion: Any) -> list[Mapping[str, Any]]:
