@@ -113,6 +113,8 @@ from ._model import ModelClient as ModelClient
 from ._model import OpenAIClient as OpenAIClient
 from ._model import RetryPolicy as RetryPolicy
 from ._model import StreamLimits as StreamLimits
+from ._models import DEFAULT_MODEL as DEFAULT_MODEL
+from ._models import ModelDeprecationWarning as ModelDeprecationWarning
 from ._options import Compactor as Compactor
 from ._options import StopHook as StopHook
 from ._options import StopHookResult as StopHookResult
@@ -154,6 +156,7 @@ __all__ = [
     "Compactor",
     "ConflictError",
     "ContentBlock",
+    "DEFAULT_MODEL",
     "Defer",
     "Deny",
     "ExecutorClosedError",
@@ -162,6 +165,7 @@ __all__ = [
     "InvalidRequestError",
     "Message",
     "ModelClient",
+    "ModelDeprecationWarning",
     "ModelFallback",
     "NotFoundError",
     "OpaqueBlock",

@@ -244,6 +244,10 @@ class TurnOptions:
     # -- budgets ----------------------------------------------------------------------
     token_budget: int | None = attrs.field(default=None, validator=_int_at_least(1, optional=True))
     """An output-token budget per turn: an answer that ends under 90% of it is asked to go on."""
+    max_budget_usd: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_check_positive)
+    )
+    """USD per turn: once the turn's calls cost this much, it ends ``budget_exhausted`` before the next call (None: no limit)."""
 
     # -- events and the request -------------------------------------------------------
     tool_input_deltas: bool = attrs.field(default=True, validator=_check_bool)

@@ -28,7 +28,7 @@ def lines(*typed: str) -> Any:
 
 
 def chat_args(tmp_path: Path, url: str) -> Any:
-    argv = ["chat", "--model", "claude-sonnet-4-5", "--workspace", str(tmp_path)]
+    argv = ["chat", "--model", "claude-sonnet-5-5", "--workspace", str(tmp_path)]
     return build_parser().parse_args([*argv, "--base-url", url])
 
 
@@ -61,7 +61,7 @@ async def test_a_run_with_tools_uses_one_connection(
         ]
     )
     async with serve_scripted_model(scripted) as url:
-        argv = ["run", "read a.txt", "--model", "claude-sonnet-4-5"]
+        argv = ["run", "read a.txt", "--model", "claude-sonnet-5-5"]
         args = build_parser().parse_args([*argv, "--workspace", str(tmp_path), "--base-url", url])
         out = io.StringIO()
         status = await cli_agent.run_prompt(args, out=out, err=io.StringIO())  # type: ignore[arg-type]

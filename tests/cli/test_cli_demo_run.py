@@ -13,9 +13,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
-from trio_agent import AssistantMessage, TextBlock, ToolUseBlock, UserMessage, read_transcript
+from trio_agent import (
+    DEFAULT_MODEL,
+    AssistantMessage,
+    TextBlock,
+    ToolUseBlock,
+    UserMessage,
+    read_transcript,
+)
 from trio_agent._cli import _agent as cli_agent
 from trio_agent._cli._main import main
 from trio_agent.lowlevel import message_from_api
@@ -104,7 +112,7 @@ def test_demo_bad_speed(capsys: pytest.CaptureFixture[str]) -> None:
 def run_args(tmp_path: Path, prompt: str = "Write a note.", **kw: Any) -> argparse.Namespace:
     values: dict[str, Any] = {
         "prompt": prompt,
-        "model": "claude-sonnet-4-5",
+        "model": DEFAULT_MODEL,
         "base_url": None,
         "workspace": str(tmp_path),
         "transcript": str(tmp_path / "t.jsonl"),
@@ -130,7 +138,13 @@ WRITE = ScriptedAnswer(
 async def test_run_asks_and_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[str] = []
     monkeypatch.setattr(cli_agent, "input_line", lambda q: asked.append(q) or "y\n")
-    model = ScriptedModel([WRITE, ScriptedAnswer(blocks=[TextBlock("Written.")])])
+    # Answers that name a priced model: the summary shows their cost.
+    model = ScriptedModel(
+        [
+            attrs.evolve(WRITE, model=DEFAULT_MODEL),
+            ScriptedAnswer(blocks=[TextBlock("Written.")], model=DEFAULT_MODEL),
+        ]
+    )
     out = io.StringIO()
     args = run_args(tmp_path)
     assert await cli_agent.run_prompt(args, client=model.client(), out=out) == 0  # type: ignore[arg-type]
@@ -140,7 +154,7 @@ async def test_run_asks_and_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert "→ Write(" in out.getvalue()
     assert "Written." in out.getvalue()
     assert "[completed; 2 model calls;" in out.getvalue()
-    assert "~$" in out.getvalue()  # a known model family: a cost estimate
+    assert "; $0.0" in out.getvalue()  # the cost of the calls, at the published prices
     check_history(read_transcript(args.transcript).messages, strict=True)
 
 

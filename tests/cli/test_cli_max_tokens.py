@@ -28,7 +28,7 @@ async def test_run_escalates_only_its_default(
         ]
     )
     async with serve_scripted_model(scripted) as url:
-        argv = ["run", "write", "--model", "claude-sonnet-4-5", "--workspace", str(tmp_path)]
+        argv = ["run", "write", "--model", "claude-sonnet-5-5", "--workspace", str(tmp_path)]
         args = build_parser().parse_args([*argv, "--base-url", url, *flags])
         await cli_agent.run_prompt(args, out=io.StringIO(), err=io.StringIO())  # type: ignore[arg-type]
     assert [r.body["max_tokens"] for r in scripted.requests] == expected

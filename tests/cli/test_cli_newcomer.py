@@ -140,7 +140,7 @@ async def test_a_transcript_is_continued_only_when_asked(cli: Any, tmp_path: Pat
 async def test_resume_picks_up_a_crashed_session(cli: Any, tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     crashed = [
-        {"type": "header", "version": 1, "model": "claude-sonnet-4-5", "system": None},
+        {"type": "header", "version": 1, "model": "claude-sonnet-5-5", "system": None},
         {"type": "user", "message": {"role": "user", "content": "write a note"}},
         {"type": "assistant", "message": WRITE_NOTE.message.to_api()},
     ]

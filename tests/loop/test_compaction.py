@@ -94,8 +94,11 @@ def compacting_turn(turn: Any) -> Callable[..., Awaitable[list[Any]]]:
             client,
             messages,
             tools=[read_tool()],
-            model="claude-sonnet-4-5",
-            options=attrs.evolve(options or TurnOptions(), compactor=compactor),
+            model="claude-sonnet-5-5",
+            # claude-sonnet-5-5 has a 1M window: these usages are sized for 200k.
+            options=attrs.evolve(
+                options or TurnOptions(), compactor=compactor, context_window=200_000
+            ),
             **kw,
         )
         return events
@@ -260,8 +263,8 @@ def test_the_breaker_counts_failures_in_a_row(outcomes: list[bool], heavy: int, 
             scripted.client(),
             HISTORY,
             tools=[read_tool()],
-            model="claude-sonnet-4-5",
-            options=TurnOptions(compactor=compactor, auto_compact=0.8),
+            model="claude-sonnet-5-5",
+            options=TurnOptions(compactor=compactor, auto_compact=0.8, context_window=200_000),
         ),
         clock=trio.testing.MockClock(autojump_threshold=0),
     )
@@ -296,7 +299,7 @@ async def test_the_session_keeps_the_compacted_history(autojump_clock: Any) -> N
     session = Session(
         client,
         [read_tool()],
-        model="claude-sonnet-4-5",
+        model="claude-sonnet-5-5",
         messages=list(HISTORY[:-1]),
         options=TurnOptions(
             compactor=summarizing_compactor(client, model="claude-haiku-4-5", keep_last=2)

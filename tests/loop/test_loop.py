@@ -272,7 +272,7 @@ async def test_the_input_messages_are_not_mutated(autojump_clock: trio.testing.M
 async def test_max_tokens_escalates_once(autojump_clock: trio.testing.MockClock) -> None:
     result = await run(
         [text("cut sho", stop_reason="max_tokens"), text("the whole answer")],
-        model_name="claude-sonnet-4-5",
+        model_name="claude-sonnet-5-5",
         max_tokens=None,
     )
     assert result.transitions() == [TransitionReason.MAX_OUTPUT_TOKENS_ESCALATE]
@@ -290,7 +290,7 @@ async def test_max_tokens_recovers_with_continue_messages(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     cut = [text(f"part {i} ", stop_reason="max_tokens") for i in range(3)]
-    result = await run([*cut, text("end")], model_name="claude-sonnet-4-5", max_tokens=None)
+    result = await run([*cut, text("end")], model_name="claude-sonnet-5-5", max_tokens=None)
     assert result.transitions() == [
         TransitionReason.MAX_OUTPUT_TOKENS_ESCALATE,
         TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY,
@@ -311,7 +311,7 @@ async def test_max_tokens_recovers_with_continue_messages(
 
 async def test_max_tokens_exhausted_is_an_error(autojump_clock: trio.testing.MockClock) -> None:
     cut = [text(f"p{i}", stop_reason="max_tokens") for i in range(5)]
-    result = await run(cut, model_name="claude-sonnet-4-5", max_tokens=None)
+    result = await run(cut, model_name="claude-sonnet-5-5", max_tokens=None)
     assert result.transitions() == [
         TransitionReason.MAX_OUTPUT_TOKENS_ESCALATE,
         *[TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY] * 3,

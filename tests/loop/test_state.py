@@ -72,6 +72,7 @@ def test_reasons_are_the_documented_strings() -> None:
         "error",
         "stop_hook_limit",
         "awaiting_approval",
+        "budget_exhausted",
     }
     assert TurnEndReason.COMPLETED == "completed"
 

@@ -225,9 +225,10 @@ def report_turn(
             f"{end.turns} model call{'s' if end.turns != 1 else ''}",
             f"{usage.input_tokens} in / {usage.output_tokens} out tokens",
         ]
+        # The session's cost at the published prices; unknown (None) is left out.
         cost = session.cost
-        if cost is not None and round(cost, 4) > 0:  # no "~$0.0000" noise
-            parts.append(f"~${cost:.4f}")
+        if cost is not None and round(cost, 4) > 0:  # no "$0.0000" noise
+            parts.append(f"${cost:.4f}")
         if recorder.tools:
             parts.append(f"overlapping saved {recorder.total_saved():.2f}s")
         out.write(f"\n[{'; '.join(parts)}]\n")

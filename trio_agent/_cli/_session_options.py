@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import IO, Any, Final
 
 from .._loop import PermissionRules
+from .._models import DEFAULT_MODEL as _DEFAULT_MODEL
 from .._options import TurnOptions
 from .._session import Session, read_transcript
 from .._tools import Tool
@@ -31,9 +32,9 @@ __all__ = [
     "split_rules",
 ]
 
-#: The model ``run``, ``chat`` and ``stream`` use unless told otherwise (the one
-#: place the CLI names a real model).
-DEFAULT_MODEL: Final = "claude-sonnet-4-5"
+#: The model ``run``, ``chat`` and ``stream`` use unless told otherwise:
+#: :data:`trio_agent.DEFAULT_MODEL`, defined once in ``trio_agent/_models.py``.
+DEFAULT_MODEL: Final = _DEFAULT_MODEL
 
 
 def split_rules(values: Sequence[str] | None) -> list[str]:

@@ -36,7 +36,7 @@ a cut answer's are. Either way, every tool_use announced by a
 Example::
 
     async with trio_agent.query(client, [UserMessage("Fix the bug")], tools=tools,
-                                model="claude-sonnet-4-5", max_tokens=8192) as events:
+                                model="claude-sonnet-5-5", max_tokens=8192) as events:
         async for event in events:
             if isinstance(event, TextDelta):
                 print(event.text, end="")
@@ -56,12 +56,14 @@ import trio
 
 from .._exceptions import ApprovalError, OverloadedError, PromptTooLongError, unwrap_single
 from .._executor import AbortReason, summarize_call
-from .._messages import AssistantMessage, Message, ToolResultBlock, UserMessage
+from .._messages import AssistantMessage, Message, ToolResultBlock, Usage, UserMessage
 from .._model import ModelClient, RecoverableModelClient, RetryPolicy
+from .._models import check_model, cost_usd, price_provider
 from .._options import StopHookResult, TurnOptions, check_max_tokens
 from .._permissions import Allow, Defer, Deny, PermissionDecision, Reject
 from .._tools import Tool
 from . import _recovery as rec
+from ._compact import check_compacted
 from ._control import TurnControl
 from ._model_call import Attempt, ModelCaller, Phase
 from ._state import (
@@ -92,6 +94,8 @@ class _Loop:
     send: trio.MemorySendChannel[QueryEvent]
     #: ``options.retry``, or the client's policy when that is None.
     retry: RetryPolicy
+    #: Whose prices the calls cost (genai-prices' provider id; None: the model's maker).
+    provider: str | None = None
     #: The last attempt discarded for a retry since the last successful call: if
     #: the retries fail, its finished blocks are kept, as a cut answer's are.
     discarded: Attempt | None = None
@@ -180,15 +184,25 @@ class _Loop:
         while True:
             if self.control.aborted or self.control.interrupted:
                 return await self._end(state, _aborted_reason(last_phase), self._why_aborted())
+            budget = self.options.max_budget_usd
+            if budget is not None and rec.over_budget(state, budget):
+                return await self._end(
+                    state, TurnEndReason.BUDGET_EXHAUSTED, message=_budget_message(state, budget)
+                )
             attempt = await self.caller.call(state)
             await self._send_unsent_results(attempt)
             last_phase = attempt.phase
             if attempt.result is not None:
-                state = rec.succeeded(state, attempt.result.message.usage)
+                answer = attempt.result.message
+                state = rec.succeeded(state, self._priced(answer.usage, answer.model, state))
                 state = attrs.evolve(state, context=attempt.context)
                 self.discarded = None
             else:  # cut short: its input was billed all the same
-                state = attrs.evolve(state, usage=state.usage + attempt.start_usage())
+                start = attempt.start
+                usage = self._priced(
+                    attempt.start_usage(), start.model if start is not None else "", state
+                )
+                state = attrs.evolve(state, usage=state.usage + usage)
             if attempt.aborted or (self.control.interrupted and attempt.error is None):
                 return await self._end_attempt(state, attempt)
             if attempt.error is not None:
@@ -208,6 +222,11 @@ class _Loop:
                 )
             assert state.transition is not None
             await self.send.send(state.transition)
+
+    def _priced(self, usage: Usage, model: str, state: State) -> Usage:
+        """One call's *usage* with its cost, at the price of the *model* that answered
+        (the requested one if the answer names none). Once per call, never per token."""
+        return attrs.evolve(usage, cost_usd=cost_usd(usage, model or state.model, self.provider))
 
     async def _decide(self, state: State, attempt: Attempt) -> State | TurnEnd:
         """The next state after a complete answer (already sent unless dropped)."""
@@ -432,15 +451,8 @@ class _Loop:
 
     async def _run_compactor(self, state: State) -> tuple[Message, ...]:
         assert self.options.compactor is not None
-        messages = tuple(await self.options.compactor(state.messages))
-        for message in messages:
-            # A user-supplied callable: check what its annotation promises.
-            if not isinstance(message, (AssistantMessage, UserMessage)):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise TypeError(
-                    "the compactor returned a "
-                    f"{type(message).__name__}, not an AssistantMessage or UserMessage"
-                )
-        return messages
+        # A user-supplied callable: what it returns is checked like any history.
+        return check_compacted(await self.options.compactor(state.messages))
 
     async def _compact(self, state: State, error: PromptTooLongError) -> State | TurnEnd:
         assert self.options.compactor is not None
@@ -550,6 +562,27 @@ def _append(state: State, *messages: Message) -> State:
     return attrs.evolve(state, messages=(*state.messages, *messages), paused=None)
 
 
+def _budget_message(state: State, budget: float) -> str:
+    cost = state.usage.cost_usd
+    if cost is None:
+        return (
+            f"The cost of a call of this turn is unknown (no price for {state.model!r} in"
+            f" genai-prices), so max_budget_usd={budget} cannot be enforced: the turn ends."
+        )
+    return f"The turn cost ${cost:.4f}, which reaches max_budget_usd={budget}: the turn ends."
+
+
+def _check_budget(options: TurnOptions, model: str, provider: str | None) -> None:
+    """Refuse a budget that cannot be enforced: *model* has no known price."""
+    if options.max_budget_usd is not None and cost_usd(Usage(), model, provider) is None:
+        where = f" at {provider!r}" if provider is not None else ""
+        raise ValueError(
+            f"max_budget_usd={options.max_budget_usd} cannot be enforced: genai-prices knows"
+            f" no price for the model {model!r}{where}; use a priced model or leave"
+            " max_budget_usd unset"
+        )
+
+
 def _aborted_reason(phase: Phase) -> TurnEndReason:
     return TurnEndReason.ABORTED_STREAMING if phase == "streaming" else TurnEndReason.ABORTED_TOOLS
 
@@ -622,14 +655,24 @@ async def query(
     Raises:
         TypeError: an unknown keyword; *options* is not a ``TurnOptions``;
             ``max_tokens`` is not an int.
-        ValueError: ``max_tokens`` < 1.
+        ValueError: ``max_tokens`` < 1; ``options.max_budget_usd`` is set but *model*
+            has no known price (the budget could not be enforced).
         ApprovalError: *approvals* without *pending*, for a call that is not
             pending, or not a permission decision; *pending* calls that are not
             the unanswered tool uses of the last message.
+
+    Warns:
+        ModelDeprecationWarning: *model* (or ``options.fallback_model``) is deprecated
+            or retired; once per model per process, before the first request.
     """
     options = check_options(options)
     check_max_tokens(max_tokens)
     check_approvals(messages, pending, approvals)
+    provider = price_provider(client)
+    _check_budget(options, model, provider)
+    for name in (model, options.fallback_model):
+        if name is not None:
+            check_model(name, provider)
     send: trio.MemorySendChannel[QueryEvent]
     receive: trio.MemoryReceiveChannel[QueryEvent]
     send, receive = trio.open_memory_channel(0)
@@ -646,7 +689,14 @@ async def query(
     if retry is None:
         # caller.recoverable is the isinstance() check, done once.
         retry = cast(RecoverableModelClient, client).retry if caller.recoverable else RetryPolicy()
-    loop = _Loop(caller=caller, options=options, control=control, send=send, retry=retry)
+    loop = _Loop(
+        caller=caller,
+        options=options,
+        control=control,
+        send=send,
+        retry=retry,
+        provider=provider,
+    )
     state = rec.initial_state(
         messages,
         model,

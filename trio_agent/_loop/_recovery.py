@@ -28,6 +28,7 @@ from .._messages import (
     UserMessage,
 )
 from .._model import RETRYABLE_ERROR_TYPES
+from .._models import OUTPUT_CAPS, context_window, output_cap
 from ._state import State, Transition, TransitionReason
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "model_output_cap",
     "needs_auto_compact",
     "on_overloaded",
+    "over_budget",
     "pause",
     "recover",
     "request_messages",
@@ -70,20 +72,9 @@ __all__ = [
 ESCALATED_MAX_TOKENS = 64_000
 #: ``max_tokens`` when the caller leaves it unset (capped by the model's output cap).
 DEFAULT_MAX_TOKENS = 8192
-#: Known models' output-token caps, by name prefix (the longest matching prefix
-#: wins). A model not listed gets no escalation past the caller's ``max_tokens``.
-MODEL_OUTPUT_CAPS: Mapping[str, int] = {
-    "claude-opus-4-5": 64_000,
-    "claude-opus-4-1": 32_000,
-    "claude-opus-4": 32_000,
-    "claude-sonnet-4": 64_000,
-    "claude-haiku-4": 64_000,
-    "claude-3-7-sonnet": 64_000,
-    "claude-3-5-sonnet": 8192,
-    "claude-3-5-haiku": 8192,
-    "claude-3-opus": 4096,
-    "claude-3-haiku": 4096,
-}
+#: Known models' output-token caps, by name prefix: :data:`trio_agent.OUTPUT_CAPS`
+#: (its source and date are there).
+MODEL_OUTPUT_CAPS: Mapping[str, int] = OUTPUT_CAPS
 #: Stop reasons that cut an answer short: it is continued ("continue" messages).
 #: ``model_context_window_exceeded`` takes the same path as ``max_tokens`` (without
 #: the escalation, which cannot help), never ``completed`` with a cut answer.
@@ -147,15 +138,9 @@ def classify_answer(state: State, message: AssistantMessage) -> Outcome:
 
 
 def model_output_cap(model: str, override: int | None = None) -> int | None:
-    """The output-token cap of *model*: *override* if given, else the table's
-    (:data:`MODEL_OUTPUT_CAPS`, longest matching prefix), else None."""
-    if override is not None:
-        return override
-    best: str | None = None
-    for prefix in MODEL_OUTPUT_CAPS:
-        if model.startswith(prefix) and (best is None or len(prefix) > len(best)):
-            best = prefix
-    return None if best is None else MODEL_OUTPUT_CAPS[best]
+    """The output-token cap of *model*: *override* if given, else the model data's
+    (:func:`trio_agent.output_cap`), else None (no escalation)."""
+    return output_cap(model, override)
 
 
 def initial_state(
@@ -169,6 +154,8 @@ def initial_state(
     """The state before the first call: ``max_tokens`` resolved (the default is
     :data:`DEFAULT_MAX_TOKENS`, or the model's cap if lower)."""
     cap = model_output_cap(model, output_token_cap)
+    # The turn's cost starts known (0): each call's priced usage is added to it.
+    usage = Usage(cost_usd=0.0)
     if max_tokens is None:
         resolved = DEFAULT_MAX_TOKENS if cap is None else min(DEFAULT_MAX_TOKENS, cap)
         return State(
@@ -178,6 +165,7 @@ def initial_state(
             default_max_tokens=True,
             output_cap=cap,
             context=context,
+            usage=usage,
         )
     return State(
         messages=tuple(messages),
@@ -185,15 +173,21 @@ def initial_state(
         max_tokens=max_tokens,
         output_cap=cap,
         context=context,
+        usage=usage,
     )
 
 
-def model_context_window(model: str, override: int | None = None) -> int | None:
-    """The context window of *model* in tokens: *override*, else 200k for Claude
-    models, else None (unknown: no auto-compaction)."""
-    if override is not None:
-        return override
-    return 200_000 if model.startswith("claude-") else None
+def model_context_window(model: str, override: int | None = None) -> int:
+    """The context window of *model* in tokens: *override*, else genai-prices', else a
+    conservative window (:data:`trio_agent._models.CONSERVATIVE_CONTEXT_WINDOW`)."""
+    return context_window(model, override)
+
+
+def over_budget(state: State, budget: float) -> bool:
+    """Whether the turn may not make another call under ``max_budget_usd`` *budget*:
+    its cost so far reached it, or is unknown (a call's price was not known)."""
+    cost = state.usage.cost_usd
+    return cost is None or cost >= budget
 
 
 def needs_auto_compact(usage: Usage, fraction: float | None, window: int | None) -> bool:

@@ -99,6 +99,9 @@ class TurnEndReason(enum.StrEnum):
     #: ``can_use_tool`` deferred some tool calls (:class:`~trio_agent.Defer`): they
     #: wait for approval (:attr:`TurnEnd.pending`).
     AWAITING_APPROVAL = "awaiting_approval"
+    #: The turn's cost reached ``max_budget_usd`` before the next model call (every
+    #: tool use of the history answered).
+    BUDGET_EXHAUSTED = "budget_exhausted"
 
 
 @attrs.frozen

@@ -2,13 +2,13 @@
 
 Example::
 
-    session = trio_agent.Session(client, tools, model="claude-sonnet-4-5",
+    session = trio_agent.Session(client, tools, model=trio_agent.DEFAULT_MODEL,
                                  transcript_path="session.jsonl")
     async with session.submit("Fix the failing test") as events:
         async for event in events:
             ...
     session.messages   # the history, valid for the API
-    session.usage      # token totals over every turn
+    session.usage      # token totals over every turn (usage.cost_usd: their cost)
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from .._loop import (
 )
 from .._messages import AssistantMessage, ContentBlock, Message, Usage, UserMessage
 from .._model import ModelClient
+from .._models import cost_usd, price_provider
 from .._options import TurnOptions, check_max_tokens
 from .._permissions import PermissionDecision
 from .._tools import Tool, tools_by_name
@@ -43,31 +44,15 @@ from ._transcript import TranscriptWriter, read_transcript, repair_history
 
 __all__ = ["Session", "estimate_cost"]
 
-# USD per million tokens (input, output) by a part of the model name, most specific
-# first; cache writes cost 1.25x input, cache reads 0.1x. List prices, an estimate.
-_PRICES: Sequence[tuple[str, float, float]] = (
-    ("opus-4-5", 5.0, 25.0),
-    ("opus", 15.0, 75.0),
-    ("sonnet", 3.0, 15.0),
-    ("3-5-haiku", 0.8, 4.0),
-    ("3-haiku", 0.25, 1.25),
-    ("haiku", 1.0, 5.0),
-)
 
+def estimate_cost(model: str, usage: Usage, provider: str | None = None) -> float | None:
+    """The USD cost of *usage* on *model* at genai-prices' published price (for
+    *provider*; None: the model's maker), or None when no price is known.
 
-def estimate_cost(model: str, usage: Usage) -> float | None:
-    """Estimated USD cost of *usage* on *model*, or None for an unknown model family."""
-    name = model.lower()
-    for part, inp, out in _PRICES:
-        if part in name:
-            dollars = (
-                usage.input_tokens * inp
-                + usage.output_tokens * out
-                + (usage.cache_creation_input_tokens or 0) * inp * 1.25
-                + (usage.cache_read_input_tokens or 0) * inp * 0.1
-            )
-            return dollars / 1_000_000
-    return None
+    Kept for compatibility: ``usage.cost_usd`` (priced per call by the loop) is the
+    figure to read; this prices a usage as one call's.
+    """
+    return cost_usd(usage, model, provider)
 
 
 def _tools(value: Sequence[Tool]) -> tuple[Tool, ...]:
@@ -133,8 +118,8 @@ class Session:
     options: TurnOptions = attrs.field(factory=TurnOptions, kw_only=True, validator=_check_options)
     context: Any = attrs.field(default=None, kw_only=True)
     _messages: list[Message] = attrs.field(factory=list[Message], kw_only=True, alias="messages")
-    _usage: Usage = attrs.field(factory=Usage, init=False)
-    _turn_usage: Usage = attrs.field(factory=Usage, init=False)
+    _usage: Usage = attrs.field(factory=lambda: Usage(cost_usd=0.0), init=False)
+    _turn_usage: Usage = attrs.field(factory=lambda: Usage(cost_usd=0.0), init=False)
     _writer: TranscriptWriter | None = attrs.field(default=None, init=False)
     _truncate_to: int | None = attrs.field(default=None, init=False)
     _control: TurnControl | None = attrs.field(default=None, init=False)
@@ -181,8 +166,10 @@ class Session:
         )
         session._truncate_to = transcript.valid_length
         session._pending = transcript.pending
+        # A transcript keeps the API's usage (no cost): each answer is priced again.
         session._usage = sum(
-            (m.usage for m in transcript.messages if isinstance(m, AssistantMessage)), Usage()
+            (session._priced(m) for m in transcript.messages if isinstance(m, AssistantMessage)),
+            Usage(cost_usd=0.0),
         )
         if transcript.repaired_tool_use_ids:
             # The file lacks the synthetic results: record the repaired history.
@@ -205,13 +192,22 @@ class Session:
 
     @property
     def usage(self) -> Usage:
-        """Token usage summed over every model call of every turn."""
+        """Token usage summed over every model call of every turn, with its
+        ``cost_usd`` (None once a call's price was unknown)."""
         return self._usage
 
     @property
     def cost(self) -> float | None:
-        """Estimated USD cost so far (list prices), or None for an unknown model."""
-        return estimate_cost(self.model, self._usage)
+        """The USD cost so far (``usage.cost_usd``: each call at its model's published
+        price), or None when a call's price was unknown."""
+        return self._usage.cost_usd
+
+    def _priced(self, message: AssistantMessage) -> Usage:
+        """The usage of an answer the loop did not price (a transcript's, a turn left
+        early), priced as the loop prices each call."""
+        provider = price_provider(self.client)
+        cost = cost_usd(message.usage, message.model or self.model, provider)
+        return attrs.evolve(message.usage, cost_usd=cost)
 
     @property
     def running(self) -> bool:
@@ -310,7 +306,7 @@ class Session:
         if prompt is not None:
             message = UserMessage(prompt if isinstance(prompt, str) else tuple(prompt))
         self._busy = True
-        self._turn_usage = Usage()
+        self._turn_usage = Usage(cost_usd=0.0)
         self._turn_blocks, self._turn_results, self._turn_ended = [], {}, False
         try:
             async with self._turn(message, pending, approvals) as events:
@@ -394,7 +390,7 @@ class Session:
             self._pending = None  # a new message answers (or follows) pending calls
             self._record(event)
             if isinstance(event, AssistantMessage):
-                self._turn_usage = self._turn_usage + event.usage
+                self._turn_usage = self._turn_usage + self._priced(event)
                 self._turn_blocks = []
             else:
                 self._turn_results = {}
