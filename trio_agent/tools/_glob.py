@@ -10,6 +10,7 @@ from typing import Any, Literal
 from .._tools import Tool, ToolContext, ToolOutput
 from ._beneath import resolve_beneath
 from ._files import ToolRefusal, run_guarded
+from ._grep import Exclude, hidden_note
 from ._walk import GlobMatcher, walk_files
 from ._workspace import Workspace
 
@@ -47,7 +48,11 @@ def check_pattern(pattern: str) -> None:
 
 
 def _glob(
-    ws: Workspace, input: Mapping[str, Any], max_results: int, sort: Literal["mtime", "name"]
+    ws: Workspace,
+    input: Mapping[str, Any],
+    max_results: int,
+    sort: Literal["mtime", "name"],
+    exclude: Exclude = None,
 ) -> str:
     pattern: str = input["pattern"]
     check_pattern(pattern)
@@ -55,12 +60,16 @@ def _glob(
     with resolve_beneath(ws, input.get("path", ".")) as base:
         if base.name is not None:
             raise ToolRefusal(f"not a directory: {base.shown}")
-        found = [
-            (entry.st.st_mtime, entry.rel)
-            for entry in walk_files(ws, base.dir_fd, base.shown, matcher)
-        ]
+        found: list[tuple[float, str]] = []
+        hidden: list[str] = []
+        for entry in walk_files(ws, base.dir_fd, base.shown, matcher):
+            if exclude is not None and exclude(entry.rel):
+                hidden.append(entry.rel)
+            else:
+                found.append((entry.st.st_mtime, entry.rel))
+    note = [hidden_note(hidden).replace("not searched", "not listed")] if hidden else []
     if not found:
-        return f"No files match {pattern!r} in {base.shown}"
+        return "\n".join([f"No files match {pattern!r} in {base.shown}", *note])
     if sort == "mtime":
         found.sort(key=lambda item: (-item[0], item[1]))
     else:
@@ -70,11 +79,15 @@ def _glob(
         lines.append(
             f"[truncated: {len(found) - max_results} more files; use a narrower pattern or path]"
         )
-    return "\n".join(lines)
+    return "\n".join([*lines, *note])
 
 
 def Glob(
-    ws: Workspace, *, max_results: int = 100, sort: Literal["mtime", "name"] = "mtime"
+    ws: Workspace,
+    *,
+    max_results: int = 100,
+    sort: Literal["mtime", "name"] = "mtime",
+    exclude: Exclude = None,
 ) -> Tool:
     """The Glob tool: ``{pattern, path?}`` → matching files, one per line.
 
@@ -83,10 +96,15 @@ def Glob(
     The tree is walked race-free beneath the root (see :mod:`._walk`), checking for
     cancellation in every directory; symlinked directories are not entered, and
     symlinked files leading out of the workspace are left out. Concurrency-safe.
+
+    *exclude* (a predicate of the workspace-relative path, such as
+    ``PermissionRules.read_denied``) leaves files out; the result says which.
     """
 
     async def run(input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
-        return await run_guarded(ws, functools.partial(_glob, ws, input, max_results, sort))
+        return await run_guarded(
+            ws, functools.partial(_glob, ws, input, max_results, sort, exclude)
+        )
 
     return Tool(
         "Glob",

