@@ -8,15 +8,22 @@ everything before with one user message holding the model's summary of it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from .._exceptions import CompactionError
-from .._messages import AssistantMessage, ContentBlock, Message, TextBlock, UserMessage
+from .._messages import (
+    AssistantMessage,
+    ContentBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    UserMessage,
+)
 from .._model import ModelClient, StreamResult
 from .._options import Compactor
 
-__all__ = ["split_for_compaction", "summarizing_compactor"]
+__all__ = ["check_compacted", "split_for_compaction", "summarizing_compactor"]
 
 SUMMARY_PROMPT = (
     "Summarise the conversation so far for yourself, to continue the work from the summary "
@@ -24,6 +31,61 @@ SUMMARY_PROMPT = (
     "problems and the next steps. Be complete but concise; answer with the summary only."
 )
 SUMMARY_PREFIX = "This conversation was compacted. Summary of the earlier part:\n\n"
+
+
+def check_compacted(messages: object) -> tuple[Message, ...]:
+    """What a compactor returned, as the history the turn goes on with, if the API
+    would take it: messages only, not empty, starting with a user message and ending
+    with one (the next request answers it), every tool_use answered by the next
+    message and every tool_result answering a tool_use of the message before.
+
+    Raises:
+        CompactionError: it would not be a valid history; nothing is kept or sent.
+    """
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+        raise CompactionError(
+            f"the compactor returned a {type(messages).__name__}, not a list of messages"
+        )
+    history = tuple(cast("Iterable[object]", messages))
+    for message in history:
+        if not isinstance(message, AssistantMessage | UserMessage):
+            raise CompactionError(
+                f"the compactor returned a {type(message).__name__},"
+                " not an AssistantMessage or UserMessage"
+            )
+    checked = cast("tuple[Message, ...]", history)
+    if not checked:
+        raise CompactionError("the compactor returned an empty history")
+    if not isinstance(checked[0], UserMessage):
+        raise CompactionError("the compacted history starts with an assistant message")
+    if not isinstance(checked[-1], UserMessage):
+        raise CompactionError("the compacted history does not end with a user message")
+    asked: set[str] = set()
+    seen: set[str] = set()
+    for message in checked:
+        if isinstance(message, AssistantMessage):
+            if asked:
+                raise CompactionError(f"tool_use {sorted(asked)[0]!r} has no tool_result")
+            asked = {u.id for u in message.tool_uses}
+            if len(asked) < len(message.tool_uses) or asked & seen:
+                raise CompactionError("the compacted history uses a tool_use id twice")
+            seen |= asked
+            continue
+        results = message.tool_results
+        answered = {r.tool_use_id for r in results}
+        if len(answered) < len(results):
+            raise CompactionError("the compacted history answers a tool_use twice")
+        first = () if isinstance(message.content, str) else message.content[: len(results)]
+        if any(not isinstance(b, ToolResultBlock) for b in first):
+            raise CompactionError("tool results must come before the other content")
+        if answered - asked:
+            raise CompactionError(
+                f"tool_result {sorted(answered - asked)[0]!r} answers no tool_use before it"
+            )
+        if asked - answered:
+            raise CompactionError(f"tool_use {sorted(asked - answered)[0]!r} has no tool_result")
+        asked = set()
+    return checked
 
 
 def split_for_compaction(
