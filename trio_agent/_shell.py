@@ -28,10 +28,10 @@ not know, an arithmetic expression naming a variable, which bash may evaluate in
 anything. Permission rules never allow a dynamic command by a pattern and every deny
 rule catches it (fail closed).
 
-The analysis is bounded: a line over :data:`MAX_COMMAND_BYTES`, nested deeper than
-:data:`MAX_DEPTH`, or whose inner lines add up to more than :data:`MAX_PARSED_BYTES`,
-is *unanalyzable*, decided by a linear scan before tree-sitter ever sees it. So is a
-line that does not parse cleanly, or whose parse may not be how bash reads it (a
+The analysis is bounded: a line over :data:`MAX_COMMAND_BYTES` or nested deeper than
+:data:`MAX_DEPTH` is *unanalyzable*, decided by a linear scan before tree-sitter ever
+sees it; so is a line holding more than :data:`MAX_COMMANDS` simple commands, or whose
+inner lines add up to more than :data:`MAX_PARSED_BYTES`, or that does not parse cleanly, or whose parse may not be how bash reads it (a
 backslash-newline joining two words).
 """
 
@@ -49,6 +49,7 @@ import tree_sitter_bash
 
 __all__ = [
     "MAX_COMMAND_BYTES",
+    "MAX_COMMANDS",
     "MAX_DEPTH",
     "MAX_PARSED_BYTES",
     "RUNNERS",
@@ -69,6 +70,8 @@ def _names(text: str) -> frozenset[str]:
 MAX_COMMAND_BYTES = 64 * 1024
 #: Nesting deeper than this (subshells, substitutions, groups, inner lines) is not analyzed.
 MAX_DEPTH = 200
+#: More simple commands than this (in one line, inner lines included) are not analyzed.
+MAX_COMMANDS = 1000
 #: The most bytes parsed for one command line, inner lines (``eval``, ``sh -c``) included.
 MAX_PARSED_BYTES = 4 * MAX_COMMAND_BYTES
 
@@ -104,7 +107,7 @@ _NESTING = _names(
     "subshell command_substitution process_substitution compound_statement "
     "if_statement while_statement for_statement c_style_for_statement "
     "case_statement function_definition arithmetic_expansion expansion string "
-    "pipeline list negated_command redirected_statement"
+    "negated_command"
 )
 _ARITHMETIC = frozenset({"arithmetic_expansion", "c_style_for_statement", "subscript"})
 _ARITH_OPS = _names("-eq -ne -lt -le -gt -ge")
@@ -446,7 +449,12 @@ class _Walker:
 
     def dynamic_command(self, node: tree_sitter.Node, data: bytes, why: str) -> None:
         text = _text(node, data)
-        self.commands.append(SimpleCommand(text, (None,), dynamic=True, deny_texts=(text,)))
+        self.add(SimpleCommand(text, (None,), dynamic=True, deny_texts=(text,)))
+
+    def add(self, command: SimpleCommand) -> None:
+        if len(self.commands) >= MAX_COMMANDS:
+            raise _Unanalyzable(f"more than {MAX_COMMANDS} simple commands")
+        self.commands.append(command)
 
     def arithmetic(self, node: tree_sitter.Node, data: bytes) -> None:
         # Bash evaluates a variable's value as an expression, which may hold a
@@ -652,12 +660,6 @@ class _Command:
         #: Each level of peeling: where the command starts in *words*.
         self.starts: list[int] = []
 
-    def spelled(self, start: int) -> str:
-        return " ".join(
-            w.value if w.value is not None else t
-            for w, t in zip(self.words[start:], self.texts[start:], strict=True)
-        )
-
     def inner(self, line: str) -> None:
         self.walker.line(line, self.level + 1, privileged=self.privileged)
 
@@ -681,31 +683,36 @@ class _Command:
 
     def record(self, start: int, dynamic: bool) -> None:
         argv = tuple(w.value if not w.special else None for w in self.words[start:])
+        shown = [
+            w.value if w.value is not None else t
+            for w, t in zip(self.words, self.texts, strict=True)
+        ]
         deny = [self.text]
-        for s in [0, *self.starts, start]:
-            spelled = self.spelled(s)
+        for s in dict.fromkeys([0, *self.starts, start]):
+            spelled = " ".join(shown[s:])
             deny.append(spelled)
-            if s < len(self.words) and self.words[s].value:
-                first = self.words[s].value or ""
-                rest = spelled[len(first) :]
-                deny.append(_name(first) + rest)
+            first = self.words[s].value if s < len(self.words) else None
+            if first:
+                deny.append(_name(first) + spelled[len(first) :])
+        privileged = self.privileged or any(w in PRIVILEGED for w in self.wrappers)
         allow: tuple[str, ...] = ()
-        if not dynamic:
-            if self.privileged or any(w in PRIVILEGED for w in self.wrappers):
-                allow = (self.spelled(0),) if not self.privileged else ()
-            else:
-                spelled = self.spelled(start)
-                first = argv[0] if argv else None
-                allow = (spelled,)
-                if first and posixpath.dirname(first) in _SYSTEM_DIRS:
-                    allow = (spelled, _name(first) + spelled[len(first) :])
-        self.walker.commands.append(
+        if dynamic or self.privileged:
+            pass
+        elif privileged:
+            allow = (" ".join(shown),)
+        else:
+            spelled = " ".join(shown[start:])
+            first = argv[0] if argv else None
+            allow = (spelled,)
+            if first and posixpath.dirname(first) in _SYSTEM_DIRS:
+                allow = (spelled, _name(first) + spelled[len(first) :])
+        self.walker.add(
             SimpleCommand(
                 self.text,
                 argv,
                 tuple(self.wrappers),
                 dynamic,
-                self.privileged or any(w in PRIVILEGED for w in self.wrappers),
+                privileged,
                 tuple(dict.fromkeys(deny)),
                 allow,
             )

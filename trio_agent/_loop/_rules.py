@@ -78,7 +78,7 @@ _PATH_KEYS = ("path", "file_path")
 #: Tools that list or search files: a Read deny rule also applies to their path.
 _SEARCH_TOOLS = frozenset({"Grep", "Glob"})
 #: A Bash command longer than this is decided in a worker thread.
-_INLINE_COMMAND_CHARS = 4096
+_INLINE_COMMAND_CHARS = 1024
 
 _RULE = re.compile(r"^(?P<name>[a-zA-Z0-9_-]{1,128})(?:\((?P<pattern>.*)\))?$", re.DOTALL)
 
