@@ -2,7 +2,9 @@
 
 ``trio-agent worker --app module:agent [--database-url URL] [--concurrency N]``
 runs a worker until interrupted; ``trio-agent submit SESSION PROMPT --agent NAME``
-enqueues a turn and (unless ``--no-wait``) prints its summary. Both need the
+enqueues a turn and (unless ``--no-wait``) prints its summary as one JSON line;
+it exits 1, saying why on stderr, when the turn did not complete (an error, calls
+awaiting approval). Both need the
 ``durable`` extra (``pip install 'trio-agent[durable]'``).
 """
 
@@ -16,7 +18,7 @@ from typing import Any
 from .._exceptions import TrioAgentError
 from ._args import positive_int
 
-__all__ = ["add_worker_commands"]
+__all__ = ["add_worker_commands", "summary_record"]
 
 
 def add_worker_commands(subparsers: Any) -> None:
@@ -109,17 +111,50 @@ def _submit_command(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    print(
-        json.dumps(
-            {
-                "turn_id": summary.turn_id,
-                "session_id": summary.session_id,
-                "reason": summary.reason,
-                "turns": summary.turns,
-                "text": summary.text,
-                "replayed_tools": summary.replayed_tools,
-            },
-            ensure_ascii=False,
-        )
-    )
+    record, problem = summary_record(summary)
+    print(json.dumps(record, ensure_ascii=False))
+    sys.stdout.flush()
+    if problem is not None:
+        sys.stderr.write(f"trio-agent: {problem}\n")
+        return 1
     return 0
+
+
+def summary_record(summary: Any) -> tuple[dict[str, Any], str | None]:
+    """A durable turn's summary as the JSON ``submit`` prints, and what to say on
+    stderr when the turn did not complete (None when it did).
+
+    A failed turn is never shown as an empty answer: its error (type and message),
+    its explanation and the tool calls awaiting approval are all in the record.
+    """
+    reason = None if summary.reason is None else str(summary.reason)
+    record: dict[str, Any] = {
+        "turn_id": summary.turn_id,
+        "session_id": summary.session_id,
+        "reason": reason,
+        "turns": summary.turns,
+        "text": summary.text,
+        "replayed_tools": summary.replayed_tools,
+    }
+    if summary.error is not None:
+        record["error"] = summary.error
+    if summary.message:
+        record["message"] = summary.message
+    if summary.abort_reason:
+        record["abort_reason"] = summary.abort_reason
+    if summary.pending:
+        record["pending"] = list(summary.pending)
+    if reason == "completed":
+        return record, None
+    if summary.error is not None:
+        problem = f"error: the turn failed ({reason}): {summary.error}"
+    elif summary.pending:
+        ids = ", ".join(summary.pending)
+        problem = (
+            f"the turn awaits approval of {len(summary.pending)} tool call"
+            f"{'s' if len(summary.pending) > 1 else ''}: {ids}"
+        )
+    else:
+        said = f": {summary.message}" if summary.message else ""
+        problem = f"the turn ended {reason}{said}"
+    return record, problem
