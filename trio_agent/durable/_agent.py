@@ -28,7 +28,7 @@ class Agent:
 
         def build(session_id: str) -> trio_agent.Session:
             return trio_agent.Session(trio_agent.AnthropicClient(), [read_tool],
-                                      model="claude-sonnet-4-5")
+                                      model=trio_agent.DEFAULT_MODEL)
 
         agent = trio_agent.durable.Agent("helper", build)
     """

@@ -26,6 +26,14 @@ _POLL: Final = 0.05
 _MAX_PRIORITY: Final = 2**31 - 1  # DBOS's bound
 
 
+def _cost(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"cost_usd is not a number: {value!r:.80}")
+    return float(value)
+
+
 @attrs.frozen
 class TurnSummary:
     """What a durable turn did: the :class:`~trio_agent.TurnEnd` facts, kept in the database.
@@ -35,7 +43,7 @@ class TurnSummary:
         session_id: the session it belongs to.
         reason: why the turn ended.
         turns: model calls made.
-        usage: their usage, summed.
+        usage: their usage, summed, with its ``cost_usd`` (None: a price was unknown).
         text: the text of the turn's last answer.
         messages: how many messages the turn added to the history.
         replayed_tools: tool calls answered from the record (the turn was re-run).
@@ -69,7 +77,9 @@ class TurnSummary:
                 session_id=str(data["session_id"]),
                 reason=None if reason is None else TurnEndReason(reason),
                 turns=int(data.get("turns", 0)),
-                usage=Usage.from_api(data.get("usage") or {}),
+                usage=attrs.evolve(
+                    Usage.from_api(data.get("usage") or {}), cost_usd=_cost(data.get("cost_usd"))
+                ),
                 text=str(data.get("text", "")),
                 messages=int(data.get("messages", 0)),
                 replayed_tools=int(data.get("replayed_tools", 0)),

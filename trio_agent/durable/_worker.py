@@ -161,6 +161,8 @@ def _summary(
         "reason": None if end is None else str(end.reason),
         "turns": 0 if end is None else end.turns,
         "usage": {} if end is None else end.usage.to_api(),
+        # The API's usage has no cost: kept beside it (None: a price was unknown).
+        "cost_usd": None if end is None else end.usage.cost_usd,
         "message": None if end is None else end.message,
         "error": None if end is None or end.error is None else repr(end.error),
         "abort_reason": None if end is None or end.abort_reason is None else str(end.abort_reason),

@@ -45,6 +45,7 @@ from .. import (
     ToolContext,
     TurnEnd,
     TurnEndReason,
+    Usage,
     _util,
 )
 from ..lowlevel import StreamItem, StreamResult
@@ -215,12 +216,21 @@ def _answer(span: Span, message: AssistantMessage) -> None:
     span.set_attribute("gen_ai.response.model", message.model)
     if message.stop_reason is not None:
         span.set_attribute("gen_ai.response.finish_reasons", [message.stop_reason])
-    _usage(span, message.usage.input_tokens, message.usage.output_tokens)
+    _usage(span, message.usage)
 
 
-def _usage(span: Span, input_tokens: int, output_tokens: int) -> None:
-    span.set_attribute("gen_ai.usage.input_tokens", input_tokens)
-    span.set_attribute("gen_ai.usage.output_tokens", output_tokens)
+def _usage(span: Span, usage: Usage) -> None:
+    # The GenAI conventions' names; the cache counts only when the API sent them.
+    span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+    span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+    if usage.cache_creation_input_tokens is not None:
+        span.set_attribute(
+            "gen_ai.usage.cache_creation.input_tokens", usage.cache_creation_input_tokens
+        )
+    if usage.cache_read_input_tokens is not None:
+        span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cache_read_input_tokens)
+    if usage.cost_usd is not None:  # the turn's (the loop prices each call)
+        span.set_attribute("trio_agent.usage.cost_usd", usage.cost_usd)
 
 
 @trio.as_safe_channel
@@ -235,7 +245,7 @@ async def _observed(
 
 def _turn_end(span: Span, end: TurnEnd) -> None:
     assert _trace is not None
-    _usage(span, end.usage.input_tokens, end.usage.output_tokens)
+    _usage(span, end.usage)
     span.set_attribute("trio_agent.turn.end_reason", str(end.reason))
     span.set_attribute("trio_agent.turn.model_calls", end.turns)
     if end.reason in (TurnEndReason.COMPLETED, TurnEndReason.MAX_TURNS):
