@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from trio_agent import (
 from trio_agent.mcp import open_mcp_tools
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_test_server.py")
+RAW_SCRIPT = Path(__file__).with_name("raw_server.py")
 
 
 def stdio_entry(**extra: Any) -> dict[str, Any]:
@@ -42,6 +45,44 @@ def build_server(name: str = "test") -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.build(name)
+
+
+@pytest.fixture
+def raw_server(tmp_path: Path) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``raw_server(spec)``: the ``.mcp.json`` entry of a raw JSON-RPC server that
+    misbehaves as *spec* says (see raw_server.py); the spec goes in a file."""
+    made = 0
+
+    def entry(spec: dict[str, Any]) -> dict[str, Any]:
+        nonlocal made
+        made += 1
+        path = tmp_path / f"raw_spec_{made}.json"
+        path.write_text(json.dumps(spec))
+        return {"command": sys.executable, "args": [str(RAW_SCRIPT), f"@{path}"]}
+
+    return entry
+
+
+def process_gone(pid: int, *, within: float = 10.0) -> bool:
+    """Whether *pid* is gone (or a zombie) within *within* real seconds: a process
+    group just sent SIGKILL takes a moment to die."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state in (b"Z", b"X"):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def gone() -> Callable[..., bool]:
+    return process_gone
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,6 @@ import trio
 # The SDK's own in-memory transport (what ``mcp.Client(server)`` uses); it has no
 # public name yet.
 from mcp.client._memory import InMemoryTransport
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server as LowLevelServer
 from mcp.server.mcpserver import MCPServer
@@ -32,6 +31,7 @@ from mcp.server.mcpserver import MCPServer
 from .._tools import ToolContext, ToolOutput
 from ._config import HttpServerConfig, ServerConfig, StdioServerConfig
 from ._convert import tool_output
+from ._stdio import open_stdio
 
 __all__ = ["InProcessServer", "MCPProgress", "Server"]
 
@@ -70,14 +70,11 @@ async def _log_stderr(server: str, stream: trio.lowlevel.FdStream) -> None:
 
 
 def _transport(
-    config: ServerConfig | InProcessServer, stderr: _StderrPipe | None
+    server: Server, config: ServerConfig | InProcessServer, stderr: _StderrPipe | None
 ) -> AbstractAsyncContextManager[Any]:
     if isinstance(config, StdioServerConfig):
         assert stderr is not None
-        params = StdioServerParameters(
-            command=config.command, args=list(config.args), env=dict(config.env), cwd=config.cwd
-        )
-        return stdio_client(params, errlog=stderr.errlog)
+        return open_stdio(server.name, config, stderr=stderr.errlog.fileno(), on_exit=server.exited)
     if isinstance(config, HttpServerConfig):
         return _http(config)
     return InMemoryTransport(config)
@@ -150,7 +147,7 @@ class Server:
                     deadline=trio.current_time() + self.startup_timeout
                 ) as startup:
                     async with (
-                        _transport(self.config, stderr) as (read, write),
+                        _transport(self, self.config, stderr) as (read, write),
                         mcp.ClientSession(read, write) as session,
                     ):
                         if stderr is not None:
@@ -179,6 +176,12 @@ class Server:
 
     def close(self) -> None:
         """Let :meth:`run` leave its connection (bounded by the SDK's shutdown)."""
+        self._closing.set()
+
+    def exited(self, code: int) -> None:
+        """The server process has exited: its calls end now, and so does :meth:`run`."""
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        self._fail(how)
         self._closing.set()
 
     def _fail(self, why: str) -> None:
