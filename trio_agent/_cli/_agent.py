@@ -26,7 +26,7 @@ from .._session import Session
 from .._tools import Tool
 from ._errors import EXIT_INTERRUPTED, RetryReporter, describe_error, prefixed, print_error
 from ._interrupt import CtrlC, open_ctrl_c
-from ._provider import provider_client, provider_of
+from ._provider import endpoint_of, provider_client, provider_of
 from ._render import preview, print_event
 from ._session_options import DEFAULT_MODEL, add_session_options, open_session, permission_rules
 from ._timeline import TurnRecorder, instrument
@@ -234,8 +234,8 @@ def report_turn(
         out.write(f"\n[{'; '.join(parts)}]\n")
         out.flush()
     if end.error is not None:
-        base_url = getattr(session.client, "base_url", None)
-        err.write(prefixed(describe_error(end.error, base_url=base_url, attempts=attempts)))
+        where = endpoint_of(session.client)
+        err.write(prefixed(describe_error(end.error, endpoint=where, attempts=attempts)))
     elif end.message and str(end.reason) != "completed":
         err.write(f"trio-agent: {end.message}\n")
     err.flush()

@@ -57,21 +57,21 @@ def leaves(exc: BaseException) -> Iterator[BaseException]:
         yield exc
 
 
-def describe_error(exc: BaseException, *, base_url: str | None = None, attempts: int = 1) -> str:
+def describe_error(
+    exc: BaseException, *, endpoint: tuple[str, str] | None = None, attempts: int = 1
+) -> str:
     """*exc* in one or two lines (no trailing newline), for a person.
 
     Args:
         exc: the error.
-        base_url: the API the client talked to, named when it could not be reached.
+        endpoint: the URL the client posted to and the variable that sets its base
+            URL (``_provider.endpoint_of``), named when it could not be reached.
         attempts: how many requests were made (1 + the retries seen).
     """
     tried = f" ({attempts} attempts)" if attempts > 1 else ""
     if isinstance(exc, APIConnectionError):
-        where = f"{base_url}/v1/messages" if base_url else "the API"
-        return (
-            f"cannot reach {where}{tried}: {exc}\n"
-            "check the network, ANTHROPIC_BASE_URL or --base-url"
-        )
+        where, variable = endpoint if endpoint is not None else ("the API", "the base URL")
+        return f"cannot reach {where}{tried}: {exc}\ncheck the network, {variable} or --base-url"
     if isinstance(exc, AuthenticationError) and exc.status_code is None:
         return f"{type(exc).__name__}: {exc}"  # refused before anything was sent
     if isinstance(exc, APIStatusError):

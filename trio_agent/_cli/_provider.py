@@ -7,9 +7,11 @@ too, with ``--base-url http://localhost:8000/v1``); anything else to Anthropic.
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 from .._model import AnthropicClient, ModelClient, OpenAIClient
 
-__all__ = ["PROVIDERS", "provider_client", "provider_of"]
+__all__ = ["PROVIDERS", "Endpoint", "endpoint_of", "provider_client", "provider_of"]
 
 PROVIDERS = ("anthropic", "openai", "openai-chat")
 
@@ -45,3 +47,27 @@ def provider_client(
         return AnthropicClient(base_url=base_url), model
     api = "responses" if provider == "openai" else "chat"
     return OpenAIClient(base_url=base_url, api=api), model
+
+
+class Endpoint(NamedTuple):
+    """Where a client sends its requests, and the variable that sets its base URL."""
+
+    url: str
+    variable: str
+
+
+def endpoint_of(client: Any) -> Endpoint | None:
+    """The URL *client* posts to and the variable naming its base URL (None: unknown).
+
+    ``OpenAIClient`` posts to ``{base_url}/responses`` or ``{base_url}/chat/completions``
+    (its base URL holds the API version, ``OPENAI_BASE_URL``); ``AnthropicClient`` to
+    ``{base_url}/v1/messages`` (``ANTHROPIC_BASE_URL``).
+    """
+    base_url = getattr(client, "base_url", None)
+    if not isinstance(base_url, str):
+        return None
+    base_url = base_url.rstrip("/")
+    if isinstance(client, OpenAIClient):
+        path = "/responses" if client.api == "responses" else "/chat/completions"
+        return Endpoint(base_url + path, "OPENAI_BASE_URL")
+    return Endpoint(base_url + "/v1/messages", "ANTHROPIC_BASE_URL")

@@ -21,6 +21,7 @@ from .._model import AnthropicClient, StreamEvent, StreamResult
 from ._args import positive_int
 from ._errors import RetryReporter, describe_error, prefixed
 from ._plain import rich_console
+from ._provider import endpoint_of
 from ._session_options import DEFAULT_MODEL
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ async def _stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 with trio.move_on_after(5, shield=True):
                     await http.aclose()
     if failure is not None:
-        where = client.base_url
-        err.write(prefixed(describe_error(failure, base_url=where, attempts=retries.attempts)))
+        where = endpoint_of(client)
+        err.write(prefixed(describe_error(failure, endpoint=where, attempts=retries.attempts)))
         return 1
     return 0
