@@ -9,9 +9,12 @@ report while its answers stream. The turn is shown live (:mod:`._live`, with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -61,6 +64,19 @@ def _demo_command(args: argparse.Namespace) -> int:
     return trio.run(run_demo, args.speed, args.json, None, args.fault)
 
 
+@contextlib.contextmanager
+def _quiet_models_log() -> Iterator[None]:
+    """The scripted model has no price nor window in the model data; saying so is
+    noise in the demo (``trio_agent.models`` logs errors only, for the block)."""
+    logger = logging.getLogger("trio_agent.models")
+    old = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(old)
+
+
 async def run_demo(
     speed: float = 1.0,
     as_json: bool = False,
@@ -90,7 +106,7 @@ async def run_demo(
 
     recorder = TurnRecorder(trio.current_time, on_tool_start=started)
     model = demo_model(speed=speed, fault=fault)
-    with tempfile.TemporaryDirectory(prefix="trio-agent-demo-") as tmp:
+    with _quiet_models_log(), tempfile.TemporaryDirectory(prefix="trio-agent-demo-") as tmp:
         root = Path(tmp)
         make_demo_workspace(root)
         async with (

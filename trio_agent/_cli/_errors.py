@@ -101,6 +101,7 @@ def report_exception(exc: BaseException, err: IO[str]) -> int:
         _write(err, "trio-agent: interrupted\n")
         return EXIT_INTERRUPTED
     if found and all(isinstance(e, BrokenPipeError) for e in found):
+        _silence_stdout()
         return EXIT_BROKEN_PIPE
     if os.environ.get("TRIO_AGENT_DEBUG"):
         raise exc
@@ -114,6 +115,19 @@ def report_exception(exc: BaseException, err: IO[str]) -> int:
         text += f" (and {more} more error{'s' if more > 1 else ''})"
     _write(err, prefixed(text))
     return EXIT_FAILED
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at ``/dev/null``: the reader is gone, and the
+    interpreter's last flush of ``sys.stdout`` must not print a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError):  # no real stdout (a test's capture): nothing to do
+        pass
 
 
 def prefixed(text: str) -> str:

@@ -9,6 +9,7 @@ markup.
 
 from __future__ import annotations
 
+import errno
 import re
 from typing import IO, TYPE_CHECKING, Any, Final
 
@@ -54,12 +55,22 @@ class PlainConsole:
 
 
 def rich_console(file: IO[str]) -> Console | None:
-    """A rich ``Console`` on *file*, or None without rich."""
+    """A rich ``Console`` on *file*, or None without rich.
+
+    A closed pipe (``trio-agent demo | head``) raises ``BrokenPipeError`` out of
+    its ``print``, as a plain ``write`` does: rich's own answer is ``SystemExit(1)``,
+    which, raised inside a nursery, would read as an internal error.
+    """
     try:  # at call time: rich is an optional extra
         from rich.console import Console
     except ImportError:
         return None
-    return Console(file=file, highlight=False)
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError(errno.EPIPE, "the output was closed")
+
+    return _Console(file=file, highlight=False)
 
 
 def console_for(file: IO[str]) -> Any:
