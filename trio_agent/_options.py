@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Protocol, TypeAlias, cast, final
+from typing import Any, Literal, Protocol, TypeAlias, cast, final
 
 import attrs
 
@@ -256,3 +256,7 @@ class TurnOptions:
         default=MappingProxyType({}), converter=_body, hash=False
     )
     """Request fields trio_agent does not model (``temperature``, ``thinking``...), sent as they are."""
+    cache: Literal["5m", "1h"] | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(("5m", "1h")))
+    )
+    """Prompt caching: breakpoints at the end of the tools, the system prompt and the conversation, entries living ``"5m"`` or ``"1h"`` (None: none; OpenAI caches on its own)."""

@@ -283,6 +283,9 @@ class ModelCaller:
             "tools": list(self.tools),
             "extra_body": self.options.extra_body,
         }
+        if self.options.cache is not None:
+            # Only when on: a client written before the keyword works with cache=None.
+            request["cache"] = self.options.cache
         if self.recoverable:
             request["on_retry"] = self._on_retry(state, attempt)
         return request

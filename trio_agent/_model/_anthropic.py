@@ -34,10 +34,16 @@ from .._tools import Tool
 from ._accumulate import MessageAccumulator, StreamLimits
 from ._client import ProviderClient
 from ._errors_http import RETRYABLE_ERROR_TYPES
-from ._protocol import MessageLike
+from ._protocol import CacheTTL, MessageLike
 from ._provider import ModelRequest, Provider
 
-__all__ = ["DEFAULT_BASE_URL", "AnthropicClient", "MessagesProvider"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "MAX_CACHE_BREAKPOINTS",
+    "AnthropicClient",
+    "MessagesProvider",
+    "mark_cache_breakpoints",
+]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -84,6 +90,182 @@ def _tool_param(tool: Any) -> dict[str, Any]:
     raise TypeError(f"a tool must be a Tool or dict, not {tool!r}")
 
 
+# -- prompt caching ---------------------------------------------------------------------
+
+#: The Messages API's limit of ``cache_control`` breakpoints in one request.
+MAX_CACHE_BREAKPOINTS = 4
+#: Blocks the API refuses a ``cache_control`` on (a thinking block is cached with
+#: the message around it, never marked itself).
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+_TTL_RANK = {"5m": 0, "1h": 1}
+
+#: A breakpoint's place in the prompt's order (tools, then system, then messages):
+#: (part, item, block), compared as a tuple.
+_Place = tuple[int, int, int]
+
+
+def _ttl(mark: Any) -> str:
+    ttl: object = cast("Mapping[str, Any]", mark).get("ttl") if isinstance(mark, Mapping) else None
+    return "1h" if ttl == "1h" else "5m"
+
+
+def _user_marks(body: Mapping[str, Any]) -> list[tuple[_Place, str]]:
+    """The breakpoints the caller set themselves, in prompt order, with their TTLs."""
+    marks: list[tuple[_Place, str]] = []
+    for i, tool in enumerate(body.get("tools", ())):
+        if "cache_control" in tool:
+            marks.append(((0, i, 0), _ttl(tool["cache_control"])))
+    system = body.get("system")
+    if isinstance(system, list):
+        for i, block in enumerate(cast("list[Mapping[str, Any]]", system)):
+            if "cache_control" in block:
+                marks.append(((1, i, 0), _ttl(block["cache_control"])))
+    for m, message in enumerate(body["messages"]):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for b, block in enumerate(cast("list[Any]", content)):
+            if not isinstance(block, Mapping):
+                continue
+            block_ = cast("Mapping[str, Any]", block)
+            inner = block_.get("content")
+            if isinstance(inner, list):  # a tool_result's own blocks
+                for item in cast("list[Any]", inner):
+                    if isinstance(item, Mapping) and "cache_control" in item:
+                        marks.append(
+                            ((2, m, b), _ttl(cast("Mapping[str, Any]", item)["cache_control"]))
+                        )
+            if "cache_control" in block_:
+                marks.append(((2, m, b), _ttl(block_["cache_control"])))
+    return marks
+
+
+def _markable_block(content: list[Any]) -> int | None:
+    """The index of the last block of *content* a breakpoint may go on."""
+    for b in range(len(content) - 1, -1, -1):
+        block = content[b]
+        if not isinstance(block, Mapping):
+            continue
+        block_ = cast("Mapping[str, Any]", block)
+        kind = block_.get("type")
+        if kind in _UNMARKABLE or (kind == "text" and not block_.get("text")):
+            continue
+        return b
+    return None
+
+
+def _last_markable(messages: Sequence[Mapping[str, Any]], index: int) -> _Place | None:
+    """The last block a breakpoint may go on in ``messages[: index + 1]``.
+
+    A message whose content is a string is passed over rather than rewritten as a
+    block: every message keeps its wire form, and its text is cached from the next
+    call on (the next breakpoint is after it).
+    """
+    for m in range(index, -1, -1):
+        content = messages[m].get("content")
+        if isinstance(content, list):
+            b = _markable_block(cast("list[Any]", content))
+            if b is not None:
+                return (2, m, b)
+    return None
+
+
+def _read_point(messages: Sequence[Mapping[str, Any]]) -> int | None:
+    """The last message of the request before this one, as it went in a tool loop or
+    a new turn: the last user message followed by an assistant message."""
+    for i in range(len(messages) - 2, -1, -1):
+        if messages[i].get("role") == "user" and messages[i + 1].get("role") == "assistant":
+            return i
+    return None
+
+
+def _candidates(body: Mapping[str, Any]) -> list[_Place]:
+    """Where trio_agent would put breakpoints, the most valuable first."""
+    places: list[_Place] = []
+    messages: list[Mapping[str, Any]] = body["messages"]
+    # The end of the conversation: this call writes the whole prefix, and the next
+    # call, whose prefix this one is, reads it (the API's top-level cache_control
+    # puts its own breakpoint there).
+    last = _last_markable(messages, len(messages) - 1)
+    if last is not None and "cache_control" not in body:
+        places.append(last)
+    tools: list[Any] = body.get("tools", [])
+    system = body.get("system")
+    # The end of the system prompt (after the tools): what every turn of a session,
+    # and every session with the same prompt and tools, shares; after a compaction it
+    # is still cached.
+    end = _markable_block(cast("list[Any]", system)) if isinstance(system, list) else None
+    if end is not None:
+        places.append((1, end, 0))
+    elif tools:
+        places.append((0, len(tools) - 1, 0))
+    # Where the previous call's prefix ended: read exactly, however many blocks the
+    # last answer and its results added (the API looks only ~20 blocks back from a
+    # breakpoint for a cached prefix).
+    read = _read_point(messages)
+    if read is not None and (place := _last_markable(messages, read)) is not None:
+        places.append(place)
+    if tools and end is not None:
+        places.append((0, len(tools) - 1, 0))
+    return places
+
+
+def _fitting_ttl(place: _Place, ttl: str, user: list[tuple[_Place, str]]) -> str:
+    """*ttl*, or the TTL it must be for the API's rule that a longer-lived breakpoint
+    never follows a shorter-lived one (the caller's breakpoints stay as they are)."""
+    rank = _TTL_RANK[ttl]
+    before = [_TTL_RANK[t] for p, t in user if p < place]
+    after = [_TTL_RANK[t] for p, t in user if p > place]
+    if before:
+        rank = min(rank, min(before))
+    if after:
+        rank = max(rank, max(after))
+    return "1h" if rank else "5m"
+
+
+def _marked(block: Any, mark: dict[str, str]) -> dict[str, Any]:
+    return {**cast("Mapping[str, Any]", block), "cache_control": mark}
+
+
+def mark_cache_breakpoints(body: dict[str, Any], ttl: CacheTTL) -> None:
+    """Put prompt-cache breakpoints into a Messages API *body*, as Claude Code does.
+
+    In order of value, within the API's limit of :data:`MAX_CACHE_BREAKPOINTS` once
+    the caller's own ``cache_control`` breakpoints are counted (theirs are never moved
+    or dropped; a block they marked is not marked twice): the last message (the API
+    reads the longest prefix cached before it, and writes the rest), the end of the
+    system prompt (else of the tools), the previous call's last message, the end of
+    the tools. A string system prompt or message becomes one text block to carry the
+    mark; the caller's values are never changed (marked items are copies).
+
+    The marks are left out of the cache's key by the API, so moving the last one
+    forward each call keeps every earlier byte of the prefix the same.
+    """
+    user = _user_marks(body)
+    free = MAX_CACHE_BREAKPOINTS - len(user) - ("cache_control" in body)
+    taken = {p for p, _ in user}
+    for place in _candidates(body):
+        if free <= 0:
+            return
+        if place in taken:
+            continue
+        taken.add(place)
+        free -= 1
+        fitting = _fitting_ttl(place, ttl, user)
+        mark = {"type": "ephemeral", "ttl": "1h"} if fitting == "1h" else {"type": "ephemeral"}
+        part, item, block = place
+        if part == 0:
+            body["tools"][item] = _marked(body["tools"][item], mark)
+        elif part == 1:
+            body["system"][item] = _marked(body["system"][item], mark)
+        else:
+            message = dict(body["messages"][item])
+            content = list(message["content"])
+            content[block] = _marked(content[block], mark)
+            message["content"] = content
+            body["messages"][item] = message
+
+
 @final
 class _MessagesDecoder:
     """Messages API events are already canonical: decoded, never translated."""
@@ -114,7 +296,9 @@ class MessagesProvider(Provider):
 
         Blocks another provider wrote that the Messages API has no form for are left
         out (an OpenAI ``reasoning`` item), so a history can move from
-        :class:`OpenAIClient` to this client mid-conversation.
+        :class:`OpenAIClient` to this client mid-conversation. With
+        ``request.cache``, prompt-cache breakpoints are marked
+        (:func:`mark_cache_breakpoints`).
         """
         body: dict[str, Any] = {
             "model": request.model,
@@ -123,11 +307,20 @@ class MessagesProvider(Provider):
         }
         system = request.system
         if system is not None:
-            body["system"] = system if isinstance(system, str) else [dict(s) for s in system]
+            if isinstance(system, str):
+                # As one text block when caching, so it can carry a breakpoint (the
+                # same bytes every call, marked or not).
+                body["system"] = (
+                    [{"type": "text", "text": system}] if request.cache and system else system
+                )
+            else:
+                body["system"] = [dict(s) for s in system]
         if request.tools:
             body["tools"] = [_tool_param(t) for t in request.tools]
         if request.extra_body:
             body.update(request.extra_body)
+        if request.cache is not None:
+            mark_cache_breakpoints(body, request.cache)
         body["stream"] = stream
         return body
 

@@ -25,7 +25,7 @@ from .._retry import RetryPolicy
 from ._accumulate import StreamLimits
 from ._http_stream import MAX_ERROR_BODY, open_http_stream, request_errors
 from ._pool import HTTPPool, PooledClient
-from ._protocol import MessageLike, RetryObserver, SystemLike, ToolLike
+from ._protocol import CacheTTL, MessageLike, RetryObserver, SystemLike, ToolLike
 from ._provider import ModelRequest, Provider, ProviderEdge
 from ._stream import StreamItem, StreamResult, StreamStatistics
 
@@ -101,13 +101,14 @@ class ProviderClient(PooledClient, abc.ABC):
         system: SystemLike = None,
         tools: Sequence[ToolLike] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        cache: CacheTTL | None = None,
     ) -> dict[str, Any]:
         """The JSON body of a streaming request, converted from the canonical values.
 
         Raises:
             InvalidRequestError: the history holds a block the API cannot take.
         """
-        request = ModelRequest(model, messages, max_tokens, system, tools, extra_body)
+        request = ModelRequest(model, messages, max_tokens, system, tools, extra_body, cache)
         return self.provider.request_body(request, stream=True)
 
     def stream(
@@ -119,6 +120,7 @@ class ProviderClient(PooledClient, abc.ABC):
         system: SystemLike = None,
         tools: Sequence[ToolLike] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        cache: CacheTTL | None = None,
         on_retry: RetryObserver | None = None,
     ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]:
         """Stream one answer: ``async with client.stream(...) as items:``.
@@ -130,7 +132,8 @@ class ProviderClient(PooledClient, abc.ABC):
         statistics.
 
         *extra_body* holds request fields the library does not model, merged into the
-        body as they are. *on_retry* is called with the error before each retry; when
+        body as they are. *cache* marks prompt-cache breakpoints with that TTL
+        (where the provider's API takes them). *on_retry* is called with the error before each retry; when
         it returns False the error is raised instead.
 
         Raises:
@@ -154,6 +157,7 @@ class ProviderClient(PooledClient, abc.ABC):
             system=system,
             tools=tools,
             extra_body=extra_body,
+            cache=cache,
         )
         return open_http_stream(self, self._edge, body, self._pool, on_retry)
 
@@ -166,6 +170,7 @@ class ProviderClient(PooledClient, abc.ABC):
         system: SystemLike = None,
         tools: Sequence[ToolLike] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        cache: CacheTTL | None = None,
         on_retry: RetryObserver | None = None,
     ) -> StreamResult:
         """One non-streaming request (``stream: false``): the whole answer at once.
@@ -184,7 +189,7 @@ class ProviderClient(PooledClient, abc.ABC):
             APITimeoutError: no answer within :data:`CREATE_TIMEOUT` (600) seconds.
             StreamProtocolError: the body is not an answer of the API.
         """
-        request = ModelRequest(model, messages, max_tokens, system, tools, extra_body)
+        request = ModelRequest(model, messages, max_tokens, system, tools, extra_body, cache)
         body = self.provider.request_body(request, stream=False)
         edge = self._edge()  # no credentials: raised here, before anything is sent
         retry = self.retry

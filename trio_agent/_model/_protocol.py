@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, Required, TypeAlias, TypedDict, runtime_checkable
+from typing import Any, Literal, Protocol, Required, TypeAlias, TypedDict, runtime_checkable
 
 import trio
 
@@ -25,6 +25,7 @@ from .._tools import Tool
 from ._stream import StreamItem, StreamResult
 
 __all__ = [
+    "CacheTTL",
     "MessageLike",
     "ModelClient",
     "RecoverableModelClient",
@@ -44,6 +45,8 @@ MessageLike: TypeAlias = UserMessage | AssistantMessage | Mapping[str, Any]
 ToolLike: TypeAlias = Tool | Mapping[str, Any]
 #: The system prompt: text, or Messages API text blocks.
 SystemLike: TypeAlias = str | Sequence[Mapping[str, Any]] | None
+#: How long the prompt-cache entries a request writes live: 5 minutes or 1 hour.
+CacheTTL: TypeAlias = Literal["5m", "1h"]
 
 
 class StreamArguments(TypedDict, total=False):
@@ -56,6 +59,7 @@ class StreamArguments(TypedDict, total=False):
     system: SystemLike
     tools: Sequence[ToolLike] | None
     extra_body: Mapping[str, Any] | None
+    cache: CacheTTL | None
 
 
 @runtime_checkable
@@ -72,7 +76,11 @@ class ModelClient(Protocol):
 
     *extra_body* holds request fields the library does not model (``temperature``,
     ``thinking``...), merged into the JSON body as they are (the official SDKs'
-    name); any other keyword is a :class:`TypeError`.
+    name). *cache* asks for prompt-cache breakpoints with that TTL (the Messages
+    API's ``cache_control``; a provider that caches on its own, as OpenAI does,
+    ignores it); the loop passes it only when ``TurnOptions.cache`` is set, so a
+    client without the keyword still works with ``cache=None``. Any other keyword
+    is a :class:`TypeError`.
     """
 
     def stream(
@@ -84,6 +92,7 @@ class ModelClient(Protocol):
         system: SystemLike = None,
         tools: Sequence[ToolLike] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        cache: CacheTTL | None = None,
     ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]: ...
 
 
@@ -109,6 +118,7 @@ class RecoverableModelClient(ModelClient, Protocol):
         system: SystemLike = None,
         tools: Sequence[ToolLike] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        cache: CacheTTL | None = None,
         on_retry: RetryObserver | None = None,
     ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]: ...
 
@@ -121,5 +131,6 @@ class RecoverableModelClient(ModelClient, Protocol):
         system: SystemLike = None,
         tools: Sequence[ToolLike] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        cache: CacheTTL | None = None,
         on_retry: RetryObserver | None = None,
     ) -> StreamResult: ...

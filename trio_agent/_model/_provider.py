@@ -38,7 +38,7 @@ from .._messages import AssistantMessage
 from .._retry import RetryPolicy
 from ._accumulate import MessageAccumulator, StreamLimits
 from ._errors_http import error_from_response
-from ._protocol import MessageLike, SystemLike, ToolLike
+from ._protocol import CacheTTL, MessageLike, SystemLike, ToolLike
 
 __all__ = ["EventDecoder", "ModelRequest", "Provider", "ProviderEdge"]
 
@@ -50,6 +50,8 @@ class ModelRequest:
     Attributes:
         extra_body: request fields the library does not model, merged into the body
             as they are (after the modelled fields, before ``stream``).
+        cache: the TTL of the prompt-cache breakpoints the provider marks (None:
+            none); a provider whose API caches on its own ignores it.
     """
 
     model: str
@@ -58,6 +60,7 @@ class ModelRequest:
     system: SystemLike = None
     tools: Sequence[ToolLike] | None = None
     extra_body: Mapping[str, Any] | None = None
+    cache: CacheTTL | None = None
 
 
 class EventDecoder(Protocol):
