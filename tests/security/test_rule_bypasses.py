@@ -180,14 +180,21 @@ RUN_WRAPPERS = [
     "stdbuf -oL -e L",
     "time",
     "time -p",
-    "setsid",
     "setsid -w",
     "ionice -c3",
     "xargs",
     "xargs -0",
     "xargs -r -n 1 -I{}",
 ]
-DECIDE_WRAPPERS = ["sudo", "sudo -u root", "sudo -E --", "doas", "doas -u root", "busybox"]
+DECIDE_WRAPPERS = [
+    "setsid",
+    "sudo",
+    "sudo -u root",
+    "sudo -E --",
+    "doas",
+    "doas -u root",
+    "busybox",
+]
 
 
 def _dq(text: str) -> str:

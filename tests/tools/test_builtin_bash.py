@@ -233,7 +233,9 @@ def test_tool_flags_and_arguments(ws):
     assert tool.name == "Bash"
     assert tool.cancels_siblings_on_error
     assert tool.interrupt_behavior == "cancel"
-    assert not tool.is_concurrency_safe({"command": "ls"})
+    # Read-only commands run beside other safe calls; anything else runs alone.
+    assert tool.is_concurrency_safe({"command": "ls"})
+    assert not tool.is_concurrency_safe({"command": "rm x"})
     assert tool.validate({"command": ""}) is not None
     assert tool.validate({"command": "ls", "timeout": 0}) is not None
     assert tool.validate({"command": "ls", "timeout": 601}) is not None

@@ -27,6 +27,7 @@ from typing import Any
 import trio
 
 from .._tools import Tool, ToolContext, ToolOutput
+from ._readonly import is_read_only
 from ._workspace import Workspace
 
 __all__ = ["Bash", "OutputBuffer"]
@@ -222,6 +223,11 @@ def _describe_exit(code: int) -> str:
     return f"exit code {code}"
 
 
+def _read_only_call(input: Mapping[str, Any]) -> bool:
+    command = input.get("command")
+    return isinstance(command, str) and is_read_only(command)
+
+
 def _environment(env: Mapping[str, str] | None) -> dict[str, str]:
     if env is not None:
         return dict(env)
@@ -251,7 +257,10 @@ def Bash(
     default the runtime's own, without ``ANTHROPIC_API_KEY`` and
     ``ANTHROPIC_AUTH_TOKEN``.
 
-    Its error cancels sibling tools; a user interrupt cancels it.
+    Its error cancels sibling tools; a user interrupt cancels it. A command that
+    provably only reads (:func:`._readonly.is_read_only`: ``ls``, ``cat``, ``grep``,
+    ``git status``... without writes or redirects to files) is concurrency-safe and
+    runs beside other safe calls; any other command runs alone.
     """
     if not (timeout > 0 and math.isfinite(timeout)):
         raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
@@ -309,7 +318,7 @@ def Bash(
         f"{timeout:g} seconds.",
         _SCHEMA,
         run,
-        concurrency_safe=False,
+        concurrency_safe=_read_only_call,
         interrupt_behavior="cancel",
         cancels_siblings_on_error=True,
     )
