@@ -14,7 +14,7 @@ import json
 import logging
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import IO, Any
 
@@ -65,7 +65,7 @@ def _demo_command(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _quiet_models_log() -> Iterator[None]:
+def _quiet_models_log() -> Generator[None]:
     """The scripted model has no price nor window in the model data; saying so is
     noise in the demo (``trio_agent.models`` logs errors only, for the block)."""
     logger = logging.getLogger("trio_agent.models")
