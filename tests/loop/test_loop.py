@@ -18,6 +18,7 @@ from trio_agent import (
     AttemptDiscarded,
     BlockFinished,
     Compacted,
+    CompactionError,
     InternalServerError,
     Message,
     ModelFallback,
@@ -422,7 +423,9 @@ async def test_a_compactor_returning_garbage_ends_the_turn(
     result = await run([TOO_LONG], options=TurnOptions(compactor=compactor))
     assert result.end.reason is TurnEndReason.ERROR
     assert isinstance(result.end.error, PromptTooLongError)
-    assert isinstance(result.end.error.__cause__, TypeError)
+    # checked like any history (6503cf1): a dict is not a message
+    assert isinstance(result.end.error.__cause__, CompactionError)
+    assert "not an AssistantMessage or UserMessage" in str(result.end.error.__cause__)
     assert result.end.messages == PROMPT  # the history is not replaced
     assert len(result.model.requests) == 1
 
