@@ -124,6 +124,8 @@ _CHECKED: dict[str, Callable[[list[str] | None], bool]] = {
 #: Every command the classifier may call read-only.
 READ_ONLY_COMMANDS = frozenset(_ANY_ARGUMENTS | _CHECKED.keys())
 _SYSTEM_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin"})
+#: A longer command is never called read-only (the executor asks on the event loop).
+MAX_READ_ONLY_CHARS = 4096
 
 
 def _command_reads(command: SimpleCommand) -> bool:
@@ -152,6 +154,8 @@ def is_read_only(command: str) -> bool:
         is_read_only("grep -rn TODO . | head -20")  # True
         is_read_only("ls > listing")                # False
     """
+    if len(command) > MAX_READ_ONLY_CHARS:
+        return False  # decided on the event loop: no long analysis there
     analysis = analyze(command)
     if analysis.unanalyzable is not None or analysis.dynamic or analysis.functions:
         return False
