@@ -15,11 +15,11 @@ from .._exceptions import TranscriptError
 __all__ = ["check_session_id"]
 
 # A session id may name a file or a row: no separators, no dot-dot, no control characters.
-_SESSION_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,199}$")
+_SESSION_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,199}")
 
 
 def check_session_id(session_id: object) -> str:
     """*session_id* if it is a usable id (1-200 of ``A-Za-z0-9_.:@-``), else a TranscriptError."""
-    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         raise TranscriptError(f"not a valid session id: {session_id!r:.80}")
     return session_id
