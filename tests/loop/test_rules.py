@@ -183,3 +183,23 @@ def simple_glob(value: str, pattern: str) -> bool:
         return True
     prefix = pattern.removesuffix("*")
     return value.startswith(prefix) if pattern.endswith("*") else value == pattern
+
+
+def test_a_rule_naming_an_unknown_tool_warns_when_the_tools_are_known() -> None:
+    from trio_agent._loop._rules import UnknownToolWarning
+
+    with pytest.warns(UnknownToolWarning, match="Raed"):
+        PermissionRules(allow=["Raed"], tools=[make_tool("Read"), "Bash"])
+    rules = PermissionRules(allow=["Read", "Bash(ls *)"], tools=["Read", "Bash"])
+    assert rules.tools == frozenset({"Read", "Bash"})
+    PermissionRules(allow=["Anything"])  # tools not given: nothing to check against
+
+
+def test_claude_code_prefix_rules() -> None:
+    rules = PermissionRules(allow=["Bash(git diff:*)"], deny=["Bash(rm:*)"])
+    assert rules.decide("Bash", {"command": "git diff"})[0] is RuleAction.ALLOW
+    assert rules.decide("Bash", {"command": "git diff --stat"})[0] is RuleAction.ALLOW
+    assert rules.decide("Bash", {"command": "git diffx"})[0] is RuleAction.ASK
+    assert rules.decide("Bash", {"command": "rm"})[0] is RuleAction.DENY
+    assert rules.decide("Bash", {"command": "ls; /bin/rm -f x"})[0] is RuleAction.DENY
+    assert rules.decide("Bash", {"command": "rmdir x"})[0] is RuleAction.ASK

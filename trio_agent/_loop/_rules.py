@@ -8,20 +8,32 @@ A rule is a tool name (``"Read"``) or a tool name with a pattern
 pattern rule never matches a call that has no such argument; ``Name(*)`` is
 the same as ``Name`` except for that.
 
-Rules mean what they say:
+Rules mean what they say (docs/SECURITY.md states exactly what they guarantee):
 
-- **Bash**: the command is split into the simple commands it would run
-  (tree-sitter-bash, see :mod:`._shell`: ``;``, ``&&``, ``||``, ``|``, subshells,
-  ``$(...)``, backticks, process substitution, function bodies...). ``Bash(prefix*)``
-  allows a command only if *every* simple command in it matches an allow rule, so
-  ``Bash(git status*)`` does not allow ``git status; touch pwned``. A deny or ask
-  rule applies if it matches the whole command or any simple command in it. A
-  command that does not parse is asked about, never allowed by a pattern.
-- **Files** (the argument is ``path`` or ``file_path``): the path is resolved against
-  *root* (symlinks included) and matched as the workspace-relative path and as the
-  absolute real path, so ``./.env``, ``/abs/root/.env`` and a symlink to ``.env``
+- **Bash**: the command is analyzed by :mod:`trio_agent._shell` into the simple commands
+  bash would run, each normalized (assignments, quotes and escapes removed,
+  transparent wrappers such as ``env``, ``timeout``, ``xargs``, ``sudo`` seen through,
+  the command word also known by its basename), inner lines of ``eval``, ``sh -c``,
+  ``find -exec``... included. ``Bash(prefix*)`` allows a command only if *every* simple
+  command in it matches an allow rule, so ``Bash(git status*)`` does not allow
+  ``git status; touch pwned``. A deny or ask rule applies if it matches the whole
+  command or any spelling of any simple command in it. A command that could run
+  something the analysis cannot see (*dynamic*: ``eval "$x"``, ``bash script.sh``...)
+  or that cannot be analyzed (a syntax error, over 64 KiB, nested deeper than 200) is
+  never allowed by a pattern, and every Bash deny or ask pattern applies to it.
+  ``Bash(npm run test:*)`` (Claude Code's prefix syntax) matches ``npm run test`` and
+  ``npm run test ...``.
+- **Files** (the argument is ``path`` or ``file_path``): patterns are gitignore-style
+  (``*`` stays in one directory, ``**`` crosses them, a pattern without ``/`` matches a
+  name at any depth, what is under a matched directory matches too; ``./x``, ``x``
+  and ``/abs/root/x`` are the same pattern). The path is resolved against *root*
+  (symlinks included) and matched as the workspace-relative path and as the absolute
+  real path, so ``./.env``, ``/abs/root/.env``, ``a/../.env`` and a symlink to ``.env``
   all match ``Read(.env)``. Deny and ask rules also match the path as given; allow
-  rules only the resolved one (``src/../.env`` is not allowed by ``Read(src/*)``).
+  rules only the resolved one (``src/../.env`` is not allowed by ``Read(src/*)``). A
+  Read deny rule also denies a Grep or Glob whose path it covers; give
+  :meth:`PermissionRules.read_denied` to ``Grep(ws, exclude=...)`` and ``Glob`` so
+  that they skip the files it covers.
 
 Precedence: a matching ``deny`` rule wins, then ``ask``, then ``allow``; a call that
 no rule matches is asked, and so is a call of a tool no rule names (a tool the
