@@ -106,6 +106,13 @@ def _read(path: str, ms: float) -> Call:
     return Call("Read", {"path": path, "ms": ms})
 
 
+def _bash(command: str, ms: float) -> Call:
+    """A Bash call, read-only exactly when trio_agent's Bash tool would run it in parallel."""
+    from trio_agent.tools._readonly import is_read_only
+
+    return Call("Bash", {"command": command, "ms": ms, "readonly": is_read_only(command)})
+
+
 _SENTENCE = "Let me look at the next file now. "  # 34 chars: 9 deltas of 4
 
 
@@ -187,6 +194,19 @@ def _scenarios() -> list[Scenario]:
                 Call("Bash", {"command": "false", "ms": 100, "fail": True, "readonly": True}),
                 _read("a.py", 600),
                 _read("b.py", 600),
+                t,
+            ),
+        ),
+        Scenario(
+            "fanout_readonly_bash",
+            "fan-out: Grep, Reads and two read-only Bash calls (classified by the Bash tool)",
+            (
+                t,
+                Call("Grep", {"pattern": "import", "ms": 400}),
+                _bash("ls -la src", 300),
+                _read("a.py", 300),
+                _bash("git status --short", 350),
+                _read("b.py", 400),
                 t,
             ),
         ),
