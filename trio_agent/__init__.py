@@ -79,6 +79,7 @@ from ._executor import ToolResult as ToolResult
 from ._executor import open_tool_executor as open_tool_executor
 from ._loop import AttemptDiscarded as AttemptDiscarded
 from ._loop import BlockFinished as BlockFinished
+from ._loop import CacheBust as CacheBust
 from ._loop import Compacted as Compacted
 from ._loop import ModelFallback as ModelFallback
 from ._loop import PendingApprovals as PendingApprovals
@@ -149,6 +150,7 @@ __all__ = [
     "AttemptDiscarded",
     "AuthenticationError",
     "BlockFinished",
+    "CacheBust",
     "CanUseTool",
     "ClientClosedError",
     "Compacted",

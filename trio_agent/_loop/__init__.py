@@ -15,6 +15,7 @@ from ._rules import PermissionRuleError as PermissionRuleError
 from ._rules import PermissionRules as PermissionRules
 from ._state import AttemptDiscarded as AttemptDiscarded
 from ._state import BlockFinished as BlockFinished
+from ._state import CacheBust as CacheBust
 from ._state import Compacted as Compacted
 from ._state import ModelFallback as ModelFallback
 from ._state import PendingApprovals as PendingApprovals

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
@@ -44,7 +45,16 @@ from .._permissions import Defer, PermissionDecision
 from .._tools import Tool, ToolContext
 from . import _recovery as rec
 from ._control import TurnControl
-from ._state import BlockFinished, QueryEvent, Stall, State, TextDelta, ThinkingDelta
+from ._state import (
+    BlockFinished,
+    CacheBust,
+    QueryEvent,
+    Stall,
+    State,
+    TextDelta,
+    ThinkingDelta,
+    TransitionReason,
+)
 from ._tool_input import PartialInputs
 
 __all__ = ["Attempt", "ModelCaller", "Phase"]
@@ -52,6 +62,70 @@ __all__ = ["Attempt", "ModelCaller", "Phase"]
 logger = logging.getLogger("trio_agent.loop")
 
 Phase: TypeAlias = Literal["streaming", "tools"]
+
+
+#: A call that reads less than this fraction of what the previous call cached, and
+#: at least :data:`CACHE_BUST_TOKENS` less, busted the cache.
+CACHE_BUST_FRACTION = 0.5
+#: The shortest prefix the API caches (Sonnet, Opus): a smaller miss is noise.
+CACHE_BUST_TOKENS = 1024
+#: The transitions after which a bust is the loop's own doing (logged at INFO).
+_EXPECTED_BUSTS = frozenset(
+    {
+        TransitionReason.AUTO_COMPACT,
+        TransitionReason.PROMPT_TOO_LONG_COMPACT,
+        TransitionReason.MODEL_FALLBACK,
+    }
+)
+
+
+@attrs.frozen(eq=False)
+class Prefix:
+    """What one request's prompt was made of, to tell which part a cache bust changed.
+
+    Compared by identity first (the loop passes the same objects from call to call,
+    and from turn to turn of a session), then by value: nothing is serialized or
+    hashed, so keeping it costs nothing per call.
+    """
+
+    model: str
+    tools: tuple[Any, ...]
+    system: Any
+    messages: tuple[Any, ...]
+
+    def changed(self, before: Prefix) -> tuple[str, ...]:
+        """The parts of this prompt that differ from *before*'s, in prompt order."""
+        parts: list[str] = []
+        if self.model != before.model:
+            parts.append("model")
+        if not _same(self.tools, before.tools):
+            parts.append("tools")
+        if self.system is not before.system and self.system != before.system:
+            parts.append("system")
+        old = before.messages
+        if len(self.messages) < len(old) or not _same(self.messages[: len(old)], old):
+            parts.append("history")
+        return tuple(parts)
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True))
+
+
+#: The last request's :class:`Prefix` of each client, so the first call of a turn is
+#: compared with the last call of the turn before (a weak mapping: it dies with the
+#: client).
+_last_prefix: weakref.WeakKeyDictionary[Any, Prefix] = weakref.WeakKeyDictionary()
+
+
+def cached_before(messages: Sequence[Any]) -> int:
+    """What the call that answered the last assistant message of *messages* cached of
+    its prompt (tokens read or written): the prefix this request should read."""
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            usage = message.usage
+            return (usage.cache_read_input_tokens or 0) + (usage.cache_creation_input_tokens or 0)
+    return 0
 
 
 #: The result of a tool call not yet started when the answer ended with a refusal.
@@ -161,9 +235,18 @@ class ModelCaller:
     #: Whether the client takes ``on_retry`` and has ``create()`` (checked once: an
     #: isinstance() against a runtime-checkable Protocol is slow).
     recoverable: bool = attrs.field(init=False)
+    #: The prompt of the request before the current one, and of the current one.
+    _previous: Prefix | None = attrs.field(default=None, init=False)
+    _current: Prefix | None = attrs.field(default=None, init=False)
+    _tools: tuple[Tool, ...] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.recoverable = isinstance(self.client, RecoverableModelClient)
+        self._tools = tuple(self.tools)
+        try:
+            self._current = _last_prefix.get(self.client)
+        except TypeError:  # a client that takes no weak reference
+            self._current = None
 
     async def call(self, state: State) -> Attempt:
         """Stream one answer for *state* (or, for the last resort, request it whole);
@@ -275,9 +358,14 @@ class ModelCaller:
         return on_retry
 
     def _request(self, state: State, attempt: Attempt) -> dict[str, Any]:
+        messages = rec.request_messages(state)
+        self._previous = self._current
+        self._current = Prefix(state.model, self._tools, self.system, tuple(messages))
+        with contextlib.suppress(TypeError):
+            _last_prefix[self.client] = self._current
         request: dict[str, Any] = {
             "model": state.model,
-            "messages": rec.request_messages(state),
+            "messages": messages,
             "max_tokens": state.effective_max_tokens,
             "system": self.system,
             "tools": list(self.tools),
@@ -297,11 +385,37 @@ class ModelCaller:
         assert isinstance(self.client, RecoverableModelClient)
         result = await self.client.create(**self._request(state, attempt))
         attempt.start = result.message
+        await self._check_cache(state, attempt, result.message.usage)
         for index, block in enumerate(result.message.content):
             await self._finished_block(executor, attempt, index, block, nursery)
         attempt.result = result
         if result.message.stop_reason == "refusal":
             executor.skip_unstarted(REFUSAL_SKIPPED)
+
+    async def _check_cache(self, state: State, attempt: Attempt, usage: Usage) -> None:
+        """Send a :class:`CacheBust` when this call read far less from the prompt
+        cache than the call before it cached (see :func:`cached_before`)."""
+        read = usage.cache_read_input_tokens
+        current = self._current
+        if read is None or current is None:
+            return  # the provider says nothing of caching
+        expected = cached_before(current.messages)
+        if expected - read < CACHE_BUST_TOKENS or read >= CACHE_BUST_FRACTION * expected:
+            return
+        previous = self._previous
+        changed = current.changed(previous) if previous is not None else ()
+        transition = state.transition
+        own = transition is not None and transition.reason in _EXPECTED_BUSTS
+        logger.log(
+            logging.INFO if own else logging.WARNING,
+            "prompt cache bust: model call %d read %d cached tokens of the %d the call"
+            " before cached (%s)",
+            attempt.model_call,
+            read,
+            expected,
+            "changed: " + ", ".join(changed) if changed else "nothing changed: expired or evicted",
+        )
+        await self.send.send(CacheBust(attempt.model_call, expected, read, changed))
 
     async def _stall(self, attempt: Attempt, gap: float) -> None:
         """Report a stall; abort the attempt at ``max_stalls``."""
@@ -337,6 +451,8 @@ class ModelCaller:
                     if item.stop_reason == "refusal":
                         executor.skip_unstarted(REFUSAL_SKIPPED)
                     index = await self._on_event(item, attempt, index)
+                    if item.type == "message_start" and attempt.start is not None:
+                        await self._check_cache(state, attempt, attempt.start.usage)
                     if inputs is not None and (partial := inputs.feed(item)) is not None:
                         await self.send.send(partial)
                 elif isinstance(item, AssistantMessage):

@@ -29,6 +29,7 @@ from ._tool_input import ToolInputDelta
 __all__ = [
     "AttemptDiscarded",
     "BlockFinished",
+    "CacheBust",
     "Compacted",
     "ModelFallback",
     "PendingApprovals",
@@ -185,6 +186,25 @@ class Stall:
     duration: float
     model_call: int
     count: int
+
+
+@attrs.frozen
+class CacheBust:
+    """A model call read far less of its prompt from the cache than the previous call
+    had cached (*expected* tokens, read or written), so most of it was paid again.
+
+    *changed* names the parts of the prompt that differ from the previous request's,
+    in prompt order (``"model"``, ``"tools"``, ``"system"``, ``"history"``: an earlier
+    part's change busts every later part); empty when none did (the entries expired
+    or were evicted). Sent when the call's usage arrives (its ``message_start``), with
+    a log line; a compaction's or a model fallback's bust is logged at INFO, any other
+    at WARNING.
+    """
+
+    model_call: int
+    expected: int
+    read: int
+    changed: tuple[str, ...]
 
 
 @attrs.frozen
@@ -385,6 +405,7 @@ QueryEvent: TypeAlias = (
     | Compacted
     | AttemptDiscarded
     | Stall
+    | CacheBust
     | ModelFallback
     | Transition
     | TurnEnd

@@ -13,6 +13,8 @@
   virtual or real time) and :func:`check_tool_run`.
 - :func:`run_virtual`: one ``trio.run`` in virtual time under a leak check.
 - :func:`check_history`: a conversation history is one the Messages API accepts.
+- :class:`PromptCache`: the Messages API's prompt cache, emulated for a scripted model
+  (``ScriptedModel(..., prompt_cache=PromptCache())``), to test caching.
 
 The hypothesis strategies live in :mod:`trio_agent.testing.strategies` and
 :func:`scenarios` (they need the ``testing`` extra).
@@ -36,6 +38,8 @@ from ._leaks import LeakCheck as LeakCheck
 from ._leaks import LeakError as LeakError
 from ._leaks import Leaks as Leaks
 from ._leaks import no_leaks as no_leaks
+from ._prompt_cache import CacheUse as CacheUse
+from ._prompt_cache import PromptCache as PromptCache
 from ._reference import CallOutcome as CallOutcome
 from ._reference import Schedule as Schedule
 from ._reference import reference_schedule as reference_schedule
@@ -72,6 +76,7 @@ from ._virtual import run_virtual as run_virtual
 
 __all__ = [
     "Answer",
+    "CacheUse",
     "CallFacts",
     "CallOutcome",
     "DroppedConnection",
@@ -81,6 +86,7 @@ __all__ = [
     "LeakCheck",
     "LeakError",
     "Leaks",
+    "PromptCache",
     "RawAnswer",
     "RunRecord",
     "ScenarioCall",

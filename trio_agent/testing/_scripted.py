@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, final
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, final
 
 import attrs
 import httpx
 import trio
 
 from ._answers import Answer, DroppedConnection, HTTPErrorAnswer, RawAnswer, ScriptedAnswer
+from ._prompt_cache import PromptCache
 from ._scripted_openai import openai_final, plan_openai_stream
 from ._sse_render import StreamPlan, plan_stream
 
@@ -130,15 +131,24 @@ class ScriptedModel:
     ``protocol="openai-responses"`` or ``"openai-chat"`` streams the same answers as
     OpenAI's Responses / Chat Completions API would (see :mod:`._scripted_openai`).
 
+    With *prompt_cache* (a :class:`PromptCache`), each answer's usage is the one the
+    Messages API would report for its request: input, cache writes and cache reads
+    by the breakpoints the request marked (the answer's output tokens are kept).
+
     Attributes:
         requests: every request received, in order.
         connections: TCP connections accepted for this model by
             :func:`serve_scripted_model` (0 in process): fewer than requests when a
             client reuses its connections.
+        prompt_cache: the emulated prompt cache, or None.
     """
 
     def __init__(
-        self, answers: Iterable[Answer] = (), *, protocol: WireProtocol = "anthropic"
+        self,
+        answers: Iterable[Answer] = (),
+        *,
+        protocol: WireProtocol = "anthropic",
+        prompt_cache: PromptCache | None = None,
     ) -> None:
         if protocol not in ("anthropic", "openai-responses", "openai-chat"):
             raise ValueError(f"unknown protocol {protocol!r}")
@@ -147,6 +157,7 @@ class ScriptedModel:
         self.requests: list[ScriptedRequest] = []
         self._open_streams = 0
         self.connections = 0
+        self.prompt_cache = prompt_cache
         self.extend(answers)
 
     def __repr__(self) -> str:
@@ -241,6 +252,19 @@ class ScriptedModel:
             )
         else:
             answer = self._queue.popleft()
+        body = self.requests[-1].body
+        if (
+            self.prompt_cache is not None
+            and isinstance(answer, ScriptedAnswer)
+            and self.protocol == "anthropic"
+            and isinstance(body, dict)
+        ):
+            usage = self.prompt_cache.usage(
+                cast("dict[str, Any]", body),
+                0.0 if now is None else now,
+                output_tokens=answer.resolved_usage.output_tokens,
+            )
+            answer = attrs.evolve(answer, usage=usage)
         if isinstance(answer, DroppedConnection):
             return ScriptedResponse(
                 status=0,
