@@ -137,7 +137,7 @@ def _cap(blocks: list[ContentBlock], limit: int) -> list[ContentBlock]:
             block = TextBlock(block.text[:left])
             left -= len(block.text)
         out.append(block)
-    out.append(TextBlock(f"\n[output truncated: {total - limit} of {total} characters dropped]"))
+    out.append(TextBlock(f"[output truncated: {total - limit} of {total} characters dropped]"))
     return out
 
 
@@ -146,7 +146,8 @@ def tool_output(
 ) -> ToolOutput:
     """A ``tools/call`` result as a :class:`~trio_agent.ToolOutput`.
 
-    Text stays text, images become image blocks, ``isError`` becomes ``is_error``;
+    Text stays text (several text items are joined with a newline, as the SDK keeps
+    them apart), images become image blocks, ``isError`` becomes ``is_error``;
     structured content is shown as JSON when there is no other content. The text is
     capped at *max_chars* characters.
     """
@@ -161,6 +162,7 @@ def tool_output(
     blocks = _cap(blocks, max_chars)
     is_error = result.get("isError") is True
     if all(isinstance(b, TextBlock) for b in blocks):
-        text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
+        # One item per line: run together, "a" and "b" would read as "ab".
+        text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
         return ToolOutput(text, is_error=is_error)
     return ToolOutput(blocks, is_error=is_error)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
@@ -22,6 +23,7 @@ from ._config import (
     parse_servers,
 )
 from ._convert import DEFAULT_MAX_RESULT_CHARS, MCPToolInfo, input_schema, mcp_tool_name, tool_info
+from ._schema import InputValidator, schema_problem
 from ._server import InProcessServer, LowLevelServer, MCPServer, Server
 
 __all__ = ["DEFAULT_STARTUP_TIMEOUT", "mcp_tool_info", "open_mcp_tools"]
@@ -60,17 +62,59 @@ def mcp_tool_info(tool: Tool) -> MCPToolInfo | None:
     return tool.run.info if isinstance(tool.run, _Run) else None
 
 
-def _tools(server: Server, taken: set[str]) -> list[Tool]:
+def _checked(servers: list[Server]) -> list[list[str | None]]:
+    """Each listed tool's schema problem (None: usable), server by server; a schema
+    many tools share is checked once."""
+    seen: dict[str, str | None] = {}
+
+    def check(schema: dict[str, Any]) -> str | None:
+        try:
+            key = json.dumps(schema, sort_keys=True)
+        except (TypeError, ValueError, RecursionError):
+            return schema_problem(schema)
+        if key not in seen:
+            seen[key] = schema_problem(schema)
+        return seen[key]
+
+    return [[check(input_schema(listed)) for listed in s.listed] for s in servers]
+
+
+@attrs.frozen(eq=False)
+class _MCPTool(Tool):
+    """A server's tool: its input checked by :class:`InputValidator` (RE2, no fetch,
+    compiled on first use) instead of a validator compiled at once from a schema
+    the server chose (whose ``pattern`` would run on Python's ``re``)."""
+
+    _validator: Any = attrs.field(init=False, repr=False)
+
+    @_validator.default
+    def _compile(self) -> Any:
+        return InputValidator(self.input_schema)
+
+
+#: Schemas checked in the loop at most; more are checked in a worker thread.
+_INLINE_CHECKS = 50
+#: Tools built between two checkpoints (10,000 tools must not be one step).
+_BATCH = 200
+
+
+async def _tools(server: Server, problems: list[str | None], taken: set[str]) -> list[Tool]:
     tools: list[Tool] = []
-    for listed in server.listed:
+    for i, (listed, problem) in enumerate(zip(server.listed, problems, strict=True)):
+        if i % _BATCH == _BATCH - 1:
+            await trio.lowlevel.checkpoint()
         info = tool_info(server.name, listed)
         name = mcp_tool_name(server.name, info.tool)
+        why = problem or _unsupported(listed)
+        if why is not None:
+            logger.warning("MCP tool %r of %r is skipped: %s", info.tool, server.name, why)
+            continue
         if name in taken:
             logger.warning("MCP tool %r of %r: the name %r is taken", info.tool, server.name, name)
             continue
         description = listed.get("description")
         try:
-            tool = Tool(
+            tool = _MCPTool(
                 name=name,
                 description=description if isinstance(description, str) else (info.title or ""),
                 input_schema=input_schema(listed),
@@ -83,6 +127,15 @@ def _tools(server: Server, taken: set[str]) -> list[Tool]:
         taken.add(name)
         tools.append(tool)
     return tools
+
+
+def _unsupported(listed: Mapping[str, Any]) -> str | None:
+    execution: Any = listed.get("execution")
+    if isinstance(execution, Mapping):
+        support = cast("Mapping[str, Any]", execution).get("taskSupport")
+        if support == "required":
+            return 'it requires MCP tasks (execution.taskSupport "required"), which are not run'
+    return None
 
 
 class _MCPToolsManager:
@@ -103,8 +156,24 @@ class _MCPToolsManager:
             self._close()
             await self.__aexit__(type(exc), exc, exc.__traceback__)
             raise
-        taken: set[str] = set()
-        return [tool for server in self._servers for tool in _tools(server, taken)]
+        try:
+            # The schemas are the servers' to choose: many are checked off the loop
+            # (a few are not worth a thread, which virtual time cannot wait for).
+            if sum(len(server.listed) for server in self._servers) > _INLINE_CHECKS:
+                problems = await trio.to_thread.run_sync(
+                    _checked, self._servers, abandon_on_cancel=True
+                )
+            else:
+                problems = _checked(self._servers)
+            taken: set[str] = set()
+            tools: list[Tool] = []
+            for server, its_problems in zip(self._servers, problems, strict=True):
+                tools.extend(await _tools(server, its_problems, taken))
+        except BaseException as exc:
+            self._close()
+            await self.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        return tools
 
     def _close(self) -> None:
         for server in self._servers:
@@ -142,8 +211,12 @@ def open_mcp_tools(
     low-level ``Server``). A server that fails to start is logged (the
     ``trio_agent.mcp`` logger, where the servers' stderr goes too) and gives no
     tools; one that dies later gives error results. Leaving the block, even by
-    cancellation, closes every session and stops every server process (the SDK
-    bounds the shutdown: stdin closed, then SIGTERM, then SIGKILL to the group).
+    cancellation, closes every session and stops every server process (stdin
+    closed, then SIGTERM, then SIGKILL to its process group, each wait bounded;
+    the group is sent SIGKILL in the end however the server stopped, so nothing it
+    started outlives the block). A tool whose schema is unusable (invalid, a
+    ``$ref`` that points nowhere or off the document: nothing is fetched) or that
+    requires MCP tasks is left out, with a warning in the log.
 
     Args:
         servers: name -> config (see above).

@@ -80,6 +80,7 @@ async def open_stdio(
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     reader = Reader(server)
     drained = trio.Event()
+    stopping = False
 
     async def read() -> None:
         framer = LineFramer()
@@ -120,7 +121,8 @@ async def open_stdio(
         # Whatever the server started dies with it; then its stdout ends (unless a
         # child left the group), or we stop waiting for that.
         _kill_group(process.pid, signal.SIGKILL)
-        on_exit(code)
+        if not stopping:  # an exit we asked for is no news
+            on_exit(code)
         with trio.move_on_after(EXIT_DRAIN):
             await drained.wait()
         await read_writer.aclose()
@@ -132,6 +134,7 @@ async def open_stdio(
         try:
             yield read_stream, write_stream
         finally:
+            stopping = True
             with trio.CancelScope(shield=True):
                 await _stop(process, stdin)
                 _kill_group(process.pid, signal.SIGKILL)

@@ -19,12 +19,14 @@ import json
 import logging
 import re
 from collections.abc import Iterator
+from contextlib import suppress
 from typing import Any, cast
 
 import attrs
 import mcp
 import pydantic
 from mcp.shared.message import SessionMessage
+from mcp_types import methods
 
 __all__ = [
     "MAX_CONTENT_ITEMS",
@@ -133,6 +135,8 @@ class Reader:
     in_flight: dict[RequestId, str] = attrs.field(factory=dict[RequestId, str])
     _progress: dict[RequestId, int] = attrs.field(factory=dict[RequestId, int])
     _logs: int = 0
+    #: The protocol version the server answered ``initialize`` with.
+    version: str = "2025-11-25"
 
     def sent(self, message: mcp.types.JSONRPCMessage) -> None:
         """Note a message the session sends (its requests are what answers match)."""
@@ -247,6 +251,8 @@ class Reader:
         if not isinstance(result, dict):
             return message
         result = cast("dict[str, Any]", result)
+        if method == "initialize" and isinstance(result.get("protocolVersion"), str):
+            self.version = result["protocolVersion"]
         if method == "tools/call":
             content: Any = result.get("content")
             items = cast("list[Any]", content) if isinstance(content, list) else []
@@ -264,9 +270,12 @@ class Reader:
         return message
 
     def _valid_tool(self, entry: Any) -> bool:
+        # As the session will check the listing: the protocol version's own shape.
         try:
             mcp.types.Tool.model_validate(entry, by_name=False)
-        except (pydantic.ValidationError, RecursionError) as exc:
+            with suppress(KeyError):  # a version the SDK has no table for
+                methods.validate_server_result("tools/list", self.version, {"tools": [entry]})
+        except (pydantic.ValidationError, ValueError, RecursionError) as exc:
             logger.warning(
                 "MCP tool %r of %r is skipped: not a valid tools/list entry (%s)",
                 _field(entry, "name"),
