@@ -18,11 +18,11 @@ is unquoted). Each command is normalized as bash will run it:
 - the command word is also known by its basename (``/bin/rm`` is ``rm``).
 
 Commands that run another command line (``eval``, ``sh|bash|zsh|dash|ksh -c``, ``su
--c``, ``sudo -s``, ``find -exec|-execdir|-ok|-okdir``, ``parallel``, ``watch``, ``ssh
+-c``, ``sudo -s``, ``find -exec|-execdir|-ok|-okdir``, ``watch``, ``ssh
 host cmd`` and its ``ProxyCommand``, ``git -c alias.x=!...``, ``git config`` of an
 alias or a command-valued key, ``trap``, ``alias``, ``env -S``) have their inner
 line analyzed when it is a literal. When it is not (``eval "$x"``, ``bash script.sh``,
-``source f``, a command word that is an expansion or a glob, an option a wrapper does
+``source f``, ``parallel``, a command word that is an expansion or a glob, an option a wrapper does
 not know, an arithmetic expression naming a variable, which bash may evaluate into a
 ``$(...)``, or a program of :data:`RUNNERS`), the command is *dynamic*: it could run
 anything. Permission rules never allow a dynamic command by a pattern and every deny
@@ -337,7 +337,8 @@ def _word(node: tree_sitter.Node, data: bytes) -> _Word:
                 return _Word(None)
             values.append(part.value)
             special = special or part.special
-        return _Word("".join(values), special)
+        text = _text(node, data)
+        return _Word("".join(values), special or ("{" in text and bool(_BRACE.search(text))))
     return _Word(None)
 
 
@@ -437,7 +438,8 @@ class _Walker:
             elif kind == "test_operator" and _text(node, data) in _ARITH_OPS:
                 self.dynamic_command(node, data, "an arithmetic test")
             children = node.children
-            for left, right in itertools.pairwise(children):
+            pairs = itertools.pairwise(children) if kind != "concatenation" else ()
+            for left, right in pairs:
                 if (
                     left.end_byte == right.start_byte
                     and left.type in _WORDISH
@@ -749,6 +751,8 @@ class _Command:
             i = self.options(name, i + 1)
             if name == "env":
                 i = self.env_rest(i)
+            elif name == "xargs":
+                self.xargs_input(self.starts[-1], i)
             elif name == "timeout":
                 if i >= len(self.words):
                     return self.starts[-1]
@@ -821,6 +825,30 @@ class _Command:
             self.inner(self.joined(i))
             return True
         raise _Dynamic  # an interactive root shell
+
+    def xargs_input(self, at: int, i: int) -> None:
+        """xargs adds what it reads to its command: after the last word, or in place
+        of the replace string (-I R, -i[R], --replace[=R]). Those words are not
+        literals (see argv_command)."""
+        replace: list[str] = []
+        for j in range(at + 1, i):
+            word = self.words[j].value or ""
+            if word == "-I" and j + 1 < i:
+                replace.append(self.words[j + 1].value or "")
+            elif word.startswith("-I") and len(word) > 2:
+                replace.append(word[2:])
+            elif word.startswith("--replace"):
+                replace.append(word.partition("=")[2] or "{}")
+            elif word.startswith("-i"):
+                replace.append(word[2:] or "{}")
+        if replace:
+            for j in range(i, len(self.words)):
+                value = self.words[j].value
+                if value is not None and any(r and r in value for r in replace):
+                    self.words[j] = _Word(None)
+        else:
+            self.words.append(_Word(None))
+            self.texts.append("<input>")
 
     def env_rest(self, i: int) -> int:
         while i < len(self.words):
@@ -916,15 +944,22 @@ class _Command:
                     end += 1
                 if end == j + 1:
                     raise _Dynamic
-                self.argv_command(j + 1, end)
+                self.argv_command(j + 1, end, "{}")
                 j = end
             j += 1
 
-    def argv_command(self, start: int, end: int) -> None:
+    def argv_command(self, start: int, end: int, placeholder: str = "") -> None:
+        # What find puts in place of {} (a path, which may name any program) is not a
+        # literal: a command word, a -c line or a wrapper's argument made of it is
+        # dynamic; a plain argument stays an argument.
+        words = [
+            _Word(None) if placeholder and w.value is not None and placeholder in w.value else w
+            for w in self.words[start:end]
+        ]
         sub = _Command(
             self.walker,
             " ".join(self.texts[start:end]),
-            self.words[start:end],
+            words,
             self.texts[start:end],
             self.level + 1,
             self.privileged,
@@ -1015,24 +1050,7 @@ class _Command:
             self.inner(self.joined(j))
 
     def run_parallel(self, i: int) -> None:
-        j = i + 1
-        while j < len(self.words):
-            word = self.literal(j)
-            if word in ("-j", "--jobs", "-N", "-n"):
-                j += 2
-                continue
-            if word in ("-k", "--keep-order", "-q", "--quote", "--will-cite", "-0", "--null"):
-                j += 1
-                continue
-            if word.startswith("-"):
-                raise _Dynamic
-            break
-        end = j
-        while end < len(self.words) and not self.literal(end).startswith(":::"):
-            end += 1
-        if end == j:
-            raise _Dynamic  # the commands come from stdin
-        self.inner(" ".join(self.literal(k) for k in range(j, end)))
+        raise _Dynamic  # {} and ::: arguments make its command line: not modelled
 
     runners: dict[str, Callable[[_Command, int], None]] = {  # noqa: RUF012
         "eval": run_eval,

@@ -84,6 +84,12 @@ DELETES_X = [
     "echo 'rm -rf x' > s; bash s",
     "trap 'rm -rf x' EXIT",
     "cat <<EOF | sh\nrm -rf x\nEOF",
+    "echo 'rm -rf x' | xargs -I{} sh -c '{}'",
+    "echo rm -rf x | xargs env",
+    "echo rm -rf x | xargs nice -n 1",
+    "find /usr/bin -name rm -exec {} -rf x \\;",
+    "find /usr/bin -name rm -exec sh -c '{} -rf x' \\;",
+    "r{m,} -rf x",
     # Held before too (kept as a regression).
     "PATH=/nonexistent:$PATH; rm -rf x",
 ]
