@@ -113,10 +113,74 @@ def assert_clean_stderr(err: str) -> None:
     assert "KeyboardInterrupt" not in err
 
 
+@attrs.define(eq=False)
+class Terminal:
+    """A ``trio-agent`` on a pseudo-terminal: stdin, stdout and stderr all a tty."""
+
+    process: trio.Process
+    master: trio.lowlevel.FdStream
+    screen: bytearray = attrs.field(factory=bytearray)
+
+    async def until(self, text: str, *, after: int = 0) -> int:
+        """Read until *text* shows (past offset *after*); its offset in :attr:`screen`."""
+        while (at := self.screen.find(text.encode(), after)) < 0:
+            try:
+                chunk = await self.master.receive_some()
+            except OSError:  # EIO: the command exited, the terminal is gone
+                chunk = b""
+            if not chunk:
+                raise AssertionError(f"{text!r} never came; the screen: {self.text}")
+            self.screen += chunk
+        return at
+
+    async def type(self, keys: str) -> None:
+        await self.master.send_all(keys.encode())
+
+    @property
+    def text(self) -> str:
+        return self.screen.decode(errors="replace")
+
+
+@asynccontextmanager
+async def open_terminal(
+    args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None
+) -> AsyncIterator[Terminal]:
+    """Start ``trio-agent *args*`` on a new pty; leaving the block kills what is left."""
+    import pty
+    import termios
+
+    master, slave = pty.openpty()
+    attrs_ = termios.tcgetattr(slave)
+    attrs_[1] &= ~termios.ONLCR  # "\n" stays "\n" on the screen
+    termios.tcsetattr(slave, termios.TCSANOW, attrs_)
+    try:
+        process = await trio.lowlevel.open_process(
+            [*CLI, *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=dict(env if env is not None else cli_env()),
+            cwd=cwd,
+            start_new_session=True,
+        )
+    finally:
+        os.close(slave)
+    terminal = Terminal(process, trio.lowlevel.FdStream(master))
+    try:
+        yield terminal
+    finally:
+        if process.returncode is None:
+            process.kill()
+        with trio.move_on_after(10, shield=True):
+            await process.wait()
+        await terminal.master.aclose()
+
+
 class Cli:
-    """The ``cli`` fixture: ``cli.open(args)``, ``cli.env(...)``, ``cli.clean(stderr)``."""
+    """The ``cli`` fixture: ``cli.open(args)``, ``cli.terminal(args)`` (a pty), ``cli.env(...)``, ``cli.clean(stderr)``."""
 
     open = staticmethod(open_cli)
+    terminal = staticmethod(open_terminal)
     env = staticmethod(cli_env)
     clean = staticmethod(assert_clean_stderr)
 

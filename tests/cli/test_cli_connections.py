@@ -24,7 +24,7 @@ def answer(text: str) -> ScriptedAnswer:
 def lines(*typed: str) -> Any:
     """A ``readline`` that types *typed*, then reports the end of input."""
     queue = [f"{line}\n" for line in typed]
-    return lambda: queue.pop(0) if queue else ""
+    return lambda _question: queue.pop(0) if queue else ""
 
 
 def chat_args(tmp_path: Path, url: str) -> Any:

@@ -13,30 +13,33 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import IO, Any, cast
 
 import trio
 
 from .._exceptions import TrioAgentError
-from .._loop import TurnEnd
+from .._loop import BlockFinished, TurnEnd
+from .._messages import ToolUseBlock
 from .._model import ModelClient
-from .._permissions import Allow, Deny
 from .._session import Session
 from .._tools import Tool
+from ._ask import Asker, HeldOutput
 from ._errors import EXIT_INTERRUPTED, RetryReporter, describe_error, prefixed, print_error
 from ._interrupt import CtrlC, open_ctrl_c
 from ._provider import endpoint_of, provider_client, provider_of
-from ._render import preview, print_event
+from ._render import print_event
 from ._session_options import DEFAULT_MODEL, add_session_options, open_session, permission_rules
 from ._timeline import TurnRecorder, instrument
 
 __all__ = [
+    "add_mcp_option",
     "add_run_command",
     "check_api_setup",
     "command_client",
     "input_line",
     "make_session",
+    "open_mcp_option",
     "open_command_client",
     "report_turn",
     "run_prompt",
@@ -56,13 +59,32 @@ def add_run_command(subparsers: Any) -> None:
     )
     run.add_argument("prompt", help="what to ask the model")
     add_session_options(run)
-    run.add_argument(
+    add_mcp_option(run)
+    run.set_defaults(func=_run_command)
+
+
+def add_mcp_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--mcp-config FILE`` (``run`` and ``chat``)."""
+    parser.add_argument(
         "--mcp-config",
         metavar="FILE",
         default=None,
         help="add the tools of this .mcp.json's servers (default: none)",
     )
-    run.set_defaults(func=_run_command)
+
+
+@contextlib.asynccontextmanager
+async def open_mcp_option(args: argparse.Namespace) -> AsyncGenerator[Sequence[Tool]]:
+    """The tools of ``--mcp-config``'s servers for the block (none without it)."""
+    path = getattr(args, "mcp_config", None)
+    if path is None:
+        yield ()
+        return
+    # Lazy: the mcp extra is optional, and heavy (~0.6 s to import).
+    from ..mcp import load_mcp_config, open_mcp_tools
+
+    async with open_mcp_tools(load_mcp_config(path)) as mcp_tools:
+        yield mcp_tools
 
 
 def check_api_setup(args: argparse.Namespace) -> int | None:
@@ -132,31 +154,22 @@ def _run_command(args: argparse.Namespace) -> int:
 
 async def run_with_mcp(args: argparse.Namespace) -> int:
     """:func:`run_prompt` with the tools of ``--mcp-config``'s servers, if given."""
-    path = getattr(args, "mcp_config", None)
-    if path is None:
-        return await run_prompt(args)
-    # Lazy: the mcp extra is optional, and heavy (~0.6 s to import).
-    from ..mcp import load_mcp_config, open_mcp_tools
-
-    async with open_mcp_tools(load_mcp_config(path)) as mcp_tools:
+    async with open_mcp_option(args) as mcp_tools:
         return await run_prompt(args, extra_tools=mcp_tools)
 
 
-async def _ask(tool: Any, input: Mapping[str, Any], ctx: Any) -> Any:
-    question = f"\nAllow {tool.name}({preview(dict(input), 100)})? [y/N] "
-
-    def prompt() -> str:
-        return input_line(question)
-
-    answer = await trio.to_thread.run_sync(prompt, abandon_on_cancel=True)
-    return Allow() if answer.strip().lower() in ("y", "yes") else Deny("The user said no.")
+async def _ask_on_terminal(question: str) -> str | None:
+    return await trio.to_thread.run_sync(input_line, question, abandon_on_cancel=True)
 
 
-def input_line(question: str) -> str:
-    """Ask *question* on stderr, read the answer from stdin (runs in a thread)."""
+def input_line(question: str) -> str | None:
+    """Ask *question* on stderr, read the answer from stdin (runs in a thread);
+    None when stdin is no terminal (nobody to ask) or at its end."""
+    if not sys.stdin.isatty():
+        return None
     sys.stderr.write(question)
     sys.stderr.flush()
-    return sys.stdin.readline()
+    return sys.stdin.readline() or None
 
 
 def make_session(
@@ -166,11 +179,11 @@ def make_session(
     err: IO[str],
     extra_tools: Sequence[Tool] = (),
     *,
-    ask: Callable[..., Any] = _ask,
+    ask: Callable[..., Any],
 ) -> Session:
     """The session of ``run`` / ``chat``: the built-in tools and *extra_tools*
     (instrumented for *recorder*), the permission rules of the flags (a tool to ask
-    about is asked with *ask*, by default on the terminal), the transcript options."""
+    about is asked with *ask*, an :class:`~._ask.Asker`), the transcript options."""
     # Lazy: the built-in tools take ~70 ms to import, which `trio-agent --version`,
     # `demo --help` or `replay` need not pay.
     from ..tools import Workspace, default_tools
@@ -189,7 +202,7 @@ async def run_turn(
     prompt: str,
     recorder: TurnRecorder,
     ctrl_c: CtrlC,
-    out: IO[str],
+    out: HeldOutput,
     *,
     as_json: bool,
 ) -> TurnEnd | None:
@@ -203,7 +216,11 @@ async def run_turn(
         async with session.submit(prompt) as events:
             async for event in events:
                 recorder.feed(event)
-                print_event(event, out, as_json=as_json)
+                if not as_json and isinstance(event, BlockFinished):
+                    block = event.block
+                    if isinstance(block, ToolUseBlock):  # listed once it has streamed
+                        out.show_call(block.id, block.name, block.input)
+                print_event(event, cast("IO[str]", out), as_json=as_json, shown=out.shown)
     return recorder.end
 
 
@@ -267,11 +284,12 @@ async def run_prompt(
     Returns:
         0 when the turn completed, 130 after Ctrl+C, 1 when it ended otherwise.
     """
-    stream = out if out is not None else sys.stdout
+    stream = HeldOutput(out if out is not None else sys.stdout)
     errors = err if err is not None else sys.stderr
     recorder = TurnRecorder(trio.current_time)
+    ask = Asker(stream, errors, _ask_on_terminal, show_calls=not args.json)
     async with open_command_client(args, client) as model_client:
-        session = make_session(args, model_client, recorder, errors, extra_tools)
+        session = make_session(args, model_client, recorder, errors, extra_tools, ask=ask)
         end = None
         try:
             with RetryReporter(errors) as retries:
@@ -283,7 +301,13 @@ async def run_prompt(
             session.close()
     if end is not None:
         report_turn(
-            end, session, recorder, stream, errors, as_json=args.json, attempts=retries.attempts
+            end,
+            session,
+            recorder,
+            cast("IO[str]", stream),
+            errors,
+            as_json=args.json,
+            attempts=retries.attempts,
         )
     if ctrl_c.pressed:
         if ctrl_c.exited:

@@ -8,29 +8,51 @@ twice (or ``/exit``, or end of input) leaves.
 
 Everything read from stdin (prompts and permission answers) goes through one
 :class:`LineReader`, whose single reading thread never loses a line to a
-question that was given up on.
+question that was given up on. On a terminal it reads with the standard
+``readline`` (line editing, and a history in ``$XDG_STATE_HOME/trio-agent``); a
+line starting with ``/`` is a command (``/help`` lists them), never sent to the
+model. ``--mcp-config`` adds MCP tools, as for ``run``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
-from collections.abc import Callable, Mapping
-from typing import IO, Any, final
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any, cast, final
 
 import attrs
 import trio
 
 from .._model import ModelClient
-from .._permissions import Allow, Deny
-from ._agent import check_api_setup, make_session, open_command_client, report_turn, run_turn
+from .._tools import Tool
+from ._agent import (
+    add_mcp_option,
+    check_api_setup,
+    make_session,
+    open_command_client,
+    open_mcp_option,
+    report_turn,
+    run_turn,
+)
+from ._ask import Asker, HeldOutput
 from ._errors import EXIT_INTERRUPTED, RetryReporter
 from ._interrupt import open_ctrl_c
-from ._render import preview
 from ._session_options import add_session_options
 from ._timeline import TurnRecorder
 
-__all__ = ["LineReader", "add_chat_command", "run_chat"]
+__all__ = [
+    "HELP",
+    "LineReader",
+    "add_chat_command",
+    "history_path",
+    "run_chat",
+    "stream_reader",
+    "terminal_reader",
+]
 
 EXIT_COMMANDS = frozenset({"/exit", "/quit"})
 
@@ -45,6 +67,7 @@ def add_chat_command(subparsers: Any) -> None:
         "or Ctrl+C twice at the prompt leaves.",
     )
     add_session_options(chat)
+    add_mcp_option(chat)
     chat.set_defaults(func=_chat_command)
 
 
@@ -61,35 +84,98 @@ class LineReader:
     """Lines of a text stream, read by one thread, handed out on request.
 
     Args:
-        read: returns the next line, ``""`` at the end (``sys.stdin.readline``).
-        err: where the questions are written.
+        read: writes a question and returns the next line, ``""`` at the end
+            (:func:`terminal_reader` or :func:`stream_reader`).
     """
 
-    read: Callable[[], str]
-    err: IO[str]
+    read: Callable[[str], str]
+    _questions: trio.MemorySendChannel[str] = attrs.field(init=False)
+    _asked: trio.MemoryReceiveChannel[str] = attrs.field(init=False)
     _send: trio.MemorySendChannel[str] = attrs.field(init=False)
     _receive: trio.MemoryReceiveChannel[str] = attrs.field(init=False)
+    _reading: bool = attrs.field(init=False, default=False)
 
     def __attrs_post_init__(self) -> None:
+        self._questions, self._asked = trio.open_memory_channel[str](1)
         self._send, self._receive = trio.open_memory_channel[str](0)
 
     async def run(self) -> None:
-        """Read lines until the end of the stream (run it in a nursery)."""
+        """Read a line per question until the end of the stream (run it in a nursery)."""
         async with self._send:
-            while True:
-                line = await trio.to_thread.run_sync(self.read, abandon_on_cancel=True)
+            async for question in self._asked:
+                line = await trio.to_thread.run_sync(self.read, question, abandon_on_cancel=True)
                 if not line:
                     return
                 await self._send.send(line)
 
     async def ask(self, question: str) -> str | None:
-        """Write *question*, wait for the next line (without its newline); None at EOF."""
-        self.err.write(question)
-        self.err.flush()
+        """Ask *question*, wait for the next line (without its newline); None at EOF.
+
+        A question given up on (Ctrl+C) leaves its read going: its line answers
+        the next question, so no line is lost.
+        """
+        if not self._reading:
+            self._reading = True
+            self._questions.send_nowait(question)
         try:
-            return (await self._receive.receive()).rstrip("\r\n")
+            line = await self._receive.receive()
         except trio.EndOfChannel:
             return None
+        self._reading = False
+        return line.rstrip("\r\n")
+
+
+def history_path() -> Path:
+    """The chat's readline history: ``$XDG_STATE_HOME/trio-agent/chat_history``
+    (``~/.local/state/trio-agent/chat_history`` by default)."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(state) / "trio-agent" / "chat_history"
+
+
+def terminal_reader(history: Path) -> Callable[[str], str]:
+    """``input()`` with the standard ``readline``: line editing, and the history of
+    *history* (loaded now, each line appended as it is read)."""
+    try:
+        import readline
+    except ImportError:  # pragma: no cover - Windows without pyreadline
+        readline = None
+    if readline is not None:
+        with contextlib.suppress(OSError):
+            readline.read_history_file(history)
+
+    def read(question: str) -> str:
+        try:
+            line = input(question)
+        except EOFError:
+            return ""
+        if readline is not None and line.strip():
+            with contextlib.suppress(OSError):
+                history.parent.mkdir(parents=True, exist_ok=True)
+                history.touch()  # append_history_file needs the file
+                readline.append_history_file(1, history)
+        return line + "\n"
+
+    return read
+
+
+def stream_reader(read: Callable[[], str], err: IO[str]) -> Callable[[str], str]:
+    """Questions on *err*, lines from *read* (``sys.stdin.readline``: not a terminal)."""
+
+    def ask(question: str) -> str:
+        err.write(question)
+        err.flush()
+        return read()
+
+    return ask
+
+
+HELP = """\
+commands:
+  /help          this list
+  /exit, /quit   leave (Ctrl+D, or Ctrl+C twice at the prompt, too)
+anything else is sent to the model; Ctrl+C aborts the running turn"""
 
 
 async def run_chat(
@@ -98,39 +184,55 @@ async def run_chat(
     client: ModelClient | None = None,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
-    read: Callable[[], str] | None = None,
+    read: Callable[[str], str] | None = None,
+    terminal: bool | None = None,
 ) -> int:
     """``trio-agent chat``.
 
     A client the command makes itself is entered for the whole chat, so every turn
     reuses one connection (a *client* passed in is used as it is).
 
+    Args:
+        read: writes a question, returns the next line (default: ``input()`` with
+            readline on a terminal, else stdin's lines, questions on stderr).
+        terminal: whether permission questions can be asked (default: stdin is a
+            terminal; True when *read* is given).
+
     Returns:
         0 after ``/exit`` or the end of input, 130 after Ctrl+C twice.
     """
-    async with open_command_client(args, client) as model_client:
-        return await _chat(args, model_client, out, err, read)
+    errors = err if err is not None else sys.stderr
+    if read is None:
+        terminal = sys.stdin.isatty()
+        read = (
+            terminal_reader(history_path())
+            if terminal
+            else stream_reader(sys.stdin.readline, errors)
+        )
+    terminal = True if terminal is None else terminal
+    async with open_command_client(args, client) as model_client, open_mcp_option(args) as mcp:
+        return await _chat(args, model_client, out, errors, read, terminal, mcp)
 
 
 async def _chat(
     args: argparse.Namespace,
     client: ModelClient,
     out: IO[str] | None,
-    err: IO[str] | None,
-    read: Callable[[], str] | None,
+    errors: IO[str],
+    read: Callable[[str], str],
+    terminal: bool,
+    extra_tools: Sequence[Tool],
 ) -> int:
-    stream = out if out is not None else sys.stdout
-    errors = err if err is not None else sys.stderr
-    lines = LineReader(read if read is not None else sys.stdin.readline, errors)
+    stream = HeldOutput(out if out is not None else sys.stdout)
+    lines = LineReader(read)
 
-    async def ask(tool: Any, input: Mapping[str, Any], ctx: Any) -> Any:
-        answer = await lines.ask(f"\nAllow {tool.name}({preview(dict(input), 100)})? [y/N] ")
-        ok = answer is not None and answer.strip().lower() in ("y", "yes")
-        return Allow() if ok else Deny("The user said no.")
+    async def read_answer(question: str) -> str | None:
+        return await lines.ask(question) if terminal else None
 
     recorder = TurnRecorder(trio.current_time)
-    session = make_session(args, client, recorder, errors, ask=ask)
-    errors.write("trio-agent chat: type a prompt; /exit or Ctrl+D to leave\n")
+    ask = Asker(stream, errors, read_answer, show_calls=not args.json)
+    session = make_session(args, client, recorder, errors, extra_tools, ask=ask)
+    errors.write("trio-agent chat: type a prompt; /help lists the commands, /exit leaves\n")
     try:
         with RetryReporter(errors) as retries:
             async with open_ctrl_c(errors) as ctrl_c, trio.open_nursery() as nursery:
@@ -148,9 +250,16 @@ async def _chat(
                         armed = False
                         continue
                     armed = True
-                    if prompt is None or prompt.strip() in EXIT_COMMANDS:
+                    command = "" if prompt is None else prompt.strip()
+                    if prompt is None or command in EXIT_COMMANDS:
                         break
-                    if not prompt.strip():
+                    if not command:
+                        continue
+                    if command.startswith("/") and " " not in command:
+                        if command != "/help":
+                            errors.write(f"trio-agent: unknown command {command}\n")
+                        errors.write(HELP + "\n")
+                        errors.flush()
                         continue
                     retries.reset()
                     end = await run_turn(
@@ -161,7 +270,7 @@ async def _chat(
                             end,
                             session,
                             recorder,
-                            stream,
+                            cast("IO[str]", stream),
                             errors,
                             as_json=args.json,
                             attempts=retries.attempts,

@@ -12,7 +12,7 @@ Nothing here needs ``rich``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import IO, TYPE_CHECKING, Any, Final
 
 import attrs
@@ -54,8 +54,11 @@ def preview(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def print_event(event: object, out: IO[str], *, as_json: bool = False) -> None:
-    """Print one loop event: NDJSON, or text as it streams and tool calls and results."""
+def print_event(
+    event: object, out: IO[str], *, as_json: bool = False, shown: Collection[str] = ()
+) -> None:
+    """Print one loop event: NDJSON, or text as it streams and tool calls and results
+    (but those in *shown*: listed already, before their permission question)."""
     if as_json:
         out.write(json.dumps({"type": type(event).__name__, **event_fields(event)}) + "\n")
     elif isinstance(event, TextDelta):
@@ -63,7 +66,8 @@ def print_event(event: object, out: IO[str], *, as_json: bool = False) -> None:
     elif isinstance(event, AssistantMessage):
         out.write("\n")
         for b in event.tool_uses:
-            out.write(f"  → {b.name}({preview(dict(b.input), 60)})\n")
+            if b.id not in shown:
+                out.write(f"  → {b.name}({preview(dict(b.input), 60)})\n")
     elif isinstance(event, ToolProgress):
         out.write(f"    {preview(str(event.data), 76)}\n")
     elif isinstance(event, UserMessage):
