@@ -12,13 +12,14 @@ from trio_agent._cli._main import main
 
 @pytest.fixture(autouse=True)
 def no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def test_stream_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["stream", "hello", "--json", "--max-tokens", "50"]) == 0
     captured = capsys.readouterr()
-    assert "scripted model" in captured.err
+    assert "scripted answer, no key" in captured.err
     lines = [json.loads(line) for line in captured.out.splitlines()]
     assert all(set(line) >= {"type"} for line in lines)
     events = [line["event"] for line in lines if line["type"] == "StreamEvent"]
@@ -102,3 +103,40 @@ def test_api_errors_are_one_line(
     assert "Traceback" not in err
     assert err.count("\n") == 2
     assert "SENTINEL" not in err
+
+
+@pytest.mark.parametrize("how", ["token+env-url", "key+--base-url"])
+async def test_stream_talks_to_the_api_run_would(
+    how: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a token and ANTHROPIC_BASE_URL, or a key and --base-url: the real API is
+    used (the scripted answer is not played), with the token as a bearer."""
+    import trio
+
+    from trio_agent import TextBlock
+    from trio_agent._cli._main import build_parser
+    from trio_agent.testing import ScriptedAnswer, ScriptedModel, serve_scripted_model
+
+    scripted = ScriptedModel([ScriptedAnswer(blocks=[TextBlock("From the server.")])])
+    async with serve_scripted_model(scripted) as url:
+        argv = ["stream", "hi"]
+        if how == "token+env-url":
+            monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "tok-SENTINEL")
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+        else:
+            monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-SENTINEL")
+            argv += ["--base-url", url]
+        args = build_parser().parse_args(argv)
+        import io
+
+        out, err = io.StringIO(), io.StringIO()
+        assert await args.handler(args, out, err) == 0
+        await trio.lowlevel.checkpoint()
+    assert "From the server." in out.getvalue()
+    assert "scripted answer" not in err.getvalue()
+    (request,) = scripted.requests
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    if how == "token+env-url":
+        assert headers["authorization"] == "Bearer tok-SENTINEL"
+    else:
+        assert headers["x-api-key"] == "sk-ant-SENTINEL"

@@ -1,8 +1,10 @@
 """``trio-agent stream [PROMPT]``: one model answer, raw, without tools.
 
 ``trio-agent stream [PROMPT] [--model M] [--max-tokens N] [--json]`` streams one
-answer: text live, then each finished block, TTFT, stop reason and usage. Without
-``ANTHROPIC_API_KEY`` it runs on an embedded scripted model (and says so on stderr).
+answer: text live, then each finished block, TTFT, stop reason and usage, against
+the API ``run`` uses (``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``,
+``ANTHROPIC_BASE_URL`` or ``--base-url``). With none of them it plays an embedded
+scripted answer, and says so on stderr ("scripted answer, no key").
 """
 
 from __future__ import annotations
@@ -38,10 +40,15 @@ def add_stream_command(subparsers: Any) -> None:
         "stream",
         help="stream one model answer, raw: text, blocks, TTFT, usage",
         description="Stream one answer of the Messages API without tools. Without "
-        "ANTHROPIC_API_KEY it runs on an embedded scripted model.",
+        "ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or a base URL it plays a scripted answer.",
     )
     stream.add_argument("prompt", nargs="?", default=_PROMPT, help="the user prompt")
     stream.add_argument("--model", default=DEFAULT_MODEL, help="the model")
+    stream.add_argument(
+        "--base-url",
+        default=None,
+        help="the API's base URL (default: $ANTHROPIC_BASE_URL, else Anthropic's)",
+    )
     stream.add_argument(
         "--max-tokens", type=positive_int, default=1024, help="output tokens at most"
     )
@@ -148,14 +155,21 @@ def _json_line(item: Any) -> dict[str, Any]:
 
 async def _stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     http: httpx.AsyncClient | None = None
-    if not os.environ.get("ANTHROPIC_API_KEY"):
-        err.write("trio-agent: no ANTHROPIC_API_KEY set: using the embedded scripted model\n")
+    configured = any(
+        os.environ.get(name)
+        for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
+    )
+    if not configured and args.base_url is None:  # as `run` would refuse, but show something
+        err.write(
+            "trio-agent: scripted answer, no key (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN "
+            "or --base-url talks to a real API)\n"
+        )
         http = httpx.AsyncClient(transport=_scripted_model().transport())
         client = AnthropicClient(
             api_key="scripted", base_url="http://scripted.invalid", http_client=http
         )
-    else:
-        client = AnthropicClient()
+    else:  # the key, the token and the base URL are read as `run` reads them
+        client = AnthropicClient(base_url=args.base_url)
     printer = _Printer(out)
     failure: APIError | None = None
     with RetryReporter(err) as retries:
