@@ -163,7 +163,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,run,verify,report}")
     sub.add_parser("list", help="list the benchmarks")
     run = sub.add_parser("run", help="run benchmarks (all by default)")
     run.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
@@ -198,6 +198,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     child.add_argument("child_args", nargs="+")
     durable_child = sub.add_parser("durable-child", help=argparse.SUPPRESS)
     durable_child.add_argument("child_args", nargs=4)
+    # argparse lists a subcommand with help=SUPPRESS as "==SUPPRESS==": drop the
+    # internal ones from --help (they still parse).
+    sub._choices_actions = [  # pyright: ignore[reportPrivateUsage]
+        a
+        for a in sub._choices_actions  # pyright: ignore[reportPrivateUsage]
+        if a.help is not argparse.SUPPRESS
+    ]
     args = parser.parse_args(argv)
     if args.command == "durable-child":
         from ._durable import durable_child
