@@ -35,8 +35,10 @@ from .._messages import (
     ServerToolUseBlock,
     TextBlock,
     ThinkingBlock,
+    ToolResultBlock,
     ToolUseBlock,
     Usage,
+    UserMessage,
     _plain,  # pyright: ignore[reportPrivateUsage]
 )
 from ._answers import Faults, LineEnding, ScriptedAnswer, Timing
@@ -47,6 +49,7 @@ __all__ = [
     "chunkings",
     "event_streams",
     "framings",
+    "histories",
     "json_objects",
     "line_endings",
     "mutated_event_streams",
@@ -181,6 +184,42 @@ def assistant_messages(
     if not isinstance(tool_names, st.SearchStrategy):
         tool_names = st.sampled_from(tuple(tool_names))
     return _assistant_messages(max_blocks, tool_names, citations)
+
+
+@st.composite
+def _histories(draw: st.DrawFn, max_exchanges: int, max_blocks: int) -> list[Any]:
+    history: list[Any] = [UserMessage(draw(texts(min_size=1)))]
+    for _ in range(draw(st.integers(0, max_exchanges))):
+        answer = draw(assistant_messages(max_blocks=max_blocks))
+        history.append(answer)
+        if answer.tool_uses:
+            history.append(
+                UserMessage(
+                    tuple(
+                        ToolResultBlock(use.id, draw(texts()), is_error=draw(st.booleans()))
+                        for use in answer.tool_uses
+                    )
+                )
+            )
+        elif draw(st.booleans()):
+            history.append(UserMessage(draw(texts(min_size=1))))
+        else:
+            history.append(UserMessage((TextBlock(draw(texts(min_size=1))),)))
+    return history
+
+
+def histories(
+    *, max_exchanges: int = 6, max_blocks: int = 4
+) -> st.SearchStrategy[list[UserMessage | AssistantMessage]]:
+    """Conversation histories as a session holds them: a prompt, then answers (any
+    blocks, see :func:`assistant_messages`), each followed by the results of its tool
+    uses, or by a next prompt (a string or text blocks). It ends with a user message.
+
+    Args:
+        max_exchanges: At most this many answers.
+        max_blocks: At most this many blocks per answer.
+    """
+    return _histories(max_exchanges, max_blocks)
 
 
 def timings(*, max_delay: float = 1.0) -> st.SearchStrategy[Timing]:
