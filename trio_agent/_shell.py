@@ -870,9 +870,15 @@ class _Command:
     # -- command runners ----------------------------------------------------------------
 
     def shell(self, i: int) -> None:
+        # Bash reads every option first (-c among them, -- ends them); with -c, the
+        # first operand is the command line, the next ones $0, $1...
         j = i + 1
+        line = False
         while j < len(self.words):
             word = self.literal(j)
+            if word in ("--", "-"):
+                j += 1
+                break
             if word in ("-o", "+o", "-O", "+O"):
                 j += 2
                 continue
@@ -882,17 +888,16 @@ class _Command:
                     continue
                 raise _Dynamic
             if re.fullmatch(r"[-+][a-zA-Z]+", word):
-                if "c" in word:
-                    if j + 1 >= len(self.words):
-                        raise _Dynamic
-                    self.inner(self.literal(j + 1))
-                    return
-                if "s" in word:
+                if "s" in word[1:] or "i" in word[1:]:
                     raise _Dynamic  # reads stdin
+                line = line or "c" in word[1:]
                 j += 1
                 continue
-            raise _Dynamic  # a script file
-        raise _Dynamic  # reads its commands from stdin
+            break
+        if line and j < len(self.words):
+            self.inner(self.literal(j))
+            return
+        raise _Dynamic  # a script file, or commands from stdin
 
     def run_eval(self, i: int) -> None:
         if i + 1 < len(self.words):

@@ -90,6 +90,8 @@ DELETES_X = [
     "find /usr/bin -name rm -exec {} -rf x \\;",
     "find /usr/bin -name rm -exec sh -c '{} -rf x' \\;",
     "r{m,} -rf x",
+    "sh -c -- 'rm -rf x'",
+    "bash -c -e 'rm -rf x'",
     # Held before too (kept as a regression).
     "PATH=/nonexistent:$PATH; rm -rf x",
 ]
@@ -215,6 +217,8 @@ NESTINGS: list[Callable[[str], str]] = [
     lambda c: f"bash -c {_dq(c)}",
     lambda c: f"bash -ec {shlex.quote(c)}",
     lambda c: f"dash -c {shlex.quote(c)} name",
+    lambda c: f"bash -c -- {shlex.quote(c)}",
+    lambda c: f"bash -x -c -e {_dq(c)} name arg",
     lambda c: f"echo $({c}\n)",
     lambda c: f'echo "$({c}\n)"',
     lambda c: "echo `" + c.replace("\\", "\\\\").replace("`", "\\`").replace("$", "\\$") + "\n`",
@@ -254,10 +258,18 @@ NESTINGS: list[Callable[[str], str]] = [
     lambda c: f"true >({c}\n)",  # not waited for
 ]
 #: Nestings that only make sense to decide (they would not run here, or not at once).
-DECIDE_ONLY = {34, 35, 36, 37, 38}
-TRAP = 31
+DECIDE_ONLY = {
+    i
+    for i, nest in enumerate(NESTINGS)
+    if nest("C").startswith(("watch ", "ssh ", "su -c", "sudo -s", "true >("))
+}
+TRAP = next(i for i, nest in enumerate(NESTINGS) if nest("C").startswith("trap "))
 #: Nestings that run the line with /bin/sh (dash here).
-POSIX_SH = {2, 5, 32, 33}
+POSIX_SH = {
+    i
+    for i, nest in enumerate(NESTINGS)
+    if nest("C").startswith(("sh -c", "dash -c", "git -c")) or nest("C").endswith("| sh")
+}
 ASSIGNMENTS = ["A=1", "B='x y'", "C=$(echo c)", 'D="$HOME"', "E="]
 
 

@@ -243,7 +243,11 @@ def _subject(tool_name: str, input: Mapping[str, Any], root: str) -> _Subject:
     return _Subject((value,), ((value,),))
 
 
-def _matches(rule: Rule, texts: tuple[str, ...], *, paths: bool = False, root: str = "") -> bool:
+def _matches(
+    rule: Rule, texts: tuple[str, ...], *, paths: bool = False, root: str = "", broad: bool = False
+) -> bool:
+    """Whether *rule*'s pattern matches one of *texts*; *broad* (deny and ask rules):
+    ``Bash(rm *)`` also matches the bare ``rm``."""
     assert rule.pattern is not None
     if paths:
         regex = _path_regex(rule.pattern, root)
@@ -252,6 +256,10 @@ def _matches(rule: Rule, texts: tuple[str, ...], *, paths: bool = False, root: s
         # Claude Code's prefix syntax: the prefix, then nothing or a space.
         prefix = rule.pattern[:-2]
         return any(t == prefix or t.startswith(prefix + " ") for t in texts)
+    if broad and rule.tool == "Bash" and rule.pattern.endswith(" *"):
+        bare = rule.pattern[:-2]
+        if any(fnmatch.fnmatchcase(text, bare) for text in texts):
+            return True
     return any(fnmatch.fnmatchcase(text, rule.pattern) for text in texts)
 
 
@@ -409,7 +417,7 @@ class PermissionRules:
                 if rule.tool == tool_name and (
                     rule.pattern is None
                     or subject.wildcard
-                    or _matches(rule, subject.any_of, paths=subject.paths, root=root)
+                    or _matches(rule, subject.any_of, paths=subject.paths, root=root, broad=True)
                 ):
                     return action, rule
         allow = [rule for rule in self.allow if rule.tool == tool_name]
