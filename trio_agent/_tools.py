@@ -37,9 +37,10 @@ import functools
 import inspect
 import math
 import re
+import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias, cast, overload
+from typing import Any, Final, Literal, TypeAlias, cast, overload
 
 import attrs
 import jsonschema
@@ -305,6 +306,7 @@ def tool(
         doc = description if description is not None else (fn.__doc__ or "").strip()
         if not doc:
             raise ToolDefinitionError(f"tool {label!r} needs a description or docstring")
+        _check_return_hint(fn, name or label)
         if input_schema is None:
             signature = signature_of(fn, ToolContext)
             schema: Mapping[str, Any] = signature.input_schema
@@ -328,6 +330,33 @@ def tool(
 
 
 RunFunction: TypeAlias = Callable[[Mapping[str, Any], ToolContext], Awaitable[ToolReturn]]
+
+#: Return hints no call of a tool can survive: the result must be text, content
+#: blocks or a ToolOutput, and these are none of them.
+_NOT_A_RESULT: Final = (int, float, complex, bool, bytes, bytearray, dict, set, frozenset)
+
+
+def _check_return_hint(fn: Any, label: str) -> None:
+    """Refuse at definition a function annotated to return what no result can be
+    (``-> int``, ``-> dict[str, Any]``, ``-> None``): every call would fail at run
+    time. A hint that cannot be resolved is not judged."""
+    try:
+        hint = typing.get_type_hints(fn).get("return", inspect.Signature.empty)
+    except Exception:  # a forward reference that does not resolve: not ours to judge
+        return
+    if hint is inspect.Signature.empty:
+        return
+    origin = typing.get_origin(hint) or hint
+    bad = hint is type(None) or (
+        isinstance(origin, type)
+        and (issubclass(origin, _NOT_A_RESULT) or issubclass(origin, Mapping))
+    )
+    if bad:
+        shown = "None" if hint is type(None) else getattr(origin, "__name__", repr(hint))
+        raise ToolDefinitionError(
+            f"tool {label!r} is annotated to return {shown}, which is no tool result: "
+            "return str (e.g. json.dumps(value)), a list of content blocks or a ToolOutput"
+        )
 
 
 def _keyword_runner(fn: ToolFunction, signature: Signature) -> RunFunction:
