@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,32 +78,6 @@ def process_gone(pid: int, *, within: float = 10.0) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.01)
-
-
-class LongestStep(trio.abc.Instrument):
-    """The longest synchronous step of any task (real seconds): how long the loop
-    was frozen at worst, whatever the test took in all."""
-
-    def __init__(self) -> None:
-        self.longest = 0.0
-        self._started = time.perf_counter()
-
-    def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        self._started = time.perf_counter()
-
-    def after_task_step(self, task: trio.lowlevel.Task) -> None:
-        self.longest = max(self.longest, time.perf_counter() - self._started)
-
-
-@pytest.fixture
-async def longest_step() -> AsyncIterator[LongestStep]:
-    """A :class:`LongestStep` installed for the test."""
-    step = LongestStep()
-    trio.lowlevel.add_instrument(step)
-    try:
-        yield step
-    finally:
-        trio.lowlevel.remove_instrument(step)
 
 
 @pytest.fixture
