@@ -29,7 +29,13 @@ from ._errors import EXIT_INTERRUPTED, RetryReporter, describe_error, prefixed, 
 from ._interrupt import CtrlC, open_ctrl_c
 from ._provider import endpoint_of, provider_client, provider_of
 from ._render import print_event
-from ._session_options import DEFAULT_MODEL, add_session_options, open_session, permission_rules
+from ._session_options import (
+    DEFAULT_MODEL,
+    add_session_options,
+    open_session,
+    permission_rules,
+    split_rules,
+)
 from ._timeline import TurnRecorder, instrument
 
 __all__ = [
@@ -45,6 +51,7 @@ __all__ = [
     "run_prompt",
     "run_turn",
     "run_with_mcp",
+    "warn_unknown_rules",
 ]
 
 
@@ -188,13 +195,30 @@ def make_session(
     # `demo --help` or `replay` need not pay.
     from ..tools import Workspace, default_tools
 
+    tools = [*default_tools(Workspace(args.workspace)), *extra_tools]
+    warn_unknown_rules(args, [t.name for t in tools], err)
     return open_session(
         args,
         client,
-        instrument([*default_tools(Workspace(args.workspace)), *extra_tools], recorder),
+        instrument(tools, recorder),
         can_use_tool=permission_rules(args, ask),
         err=err,
     )
+
+
+def warn_unknown_rules(args: argparse.Namespace, names: Sequence[str], err: IO[str]) -> None:
+    """Say on *err* which ``--allow`` / ``--deny`` rules name no tool (``bash`` for
+    ``Bash``): such a rule matches nothing, silently."""
+    by_lower = {name.lower(): name for name in names}
+    for flag, values in (("--allow", args.allow), ("--deny", args.deny)):
+        for rule in split_rules(values):
+            tool = rule.partition("(")[0]
+            if tool in names:
+                continue
+            near = by_lower.get(tool.lower())
+            hint = f" (did you mean {near}?)" if near else ""
+            err.write(f"trio-agent: warning: {flag} {rule}: no tool is named {tool}{hint}\n")
+    err.flush()
 
 
 async def run_turn(
