@@ -41,6 +41,7 @@ import functools
 import itertools
 import posixpath
 import re
+import threading
 from collections.abc import Callable, Iterator
 
 import attrs
@@ -184,8 +185,20 @@ class Analysis:
 
 
 @functools.cache
+def _language() -> tree_sitter.Language:
+    return tree_sitter.Language(tree_sitter_bash.language())
+
+
+_local = threading.local()
+
+
 def _parser() -> tree_sitter.Parser:
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+    """This thread's parser (a parser is not safe to share: long lines are decided in
+    worker threads)."""
+    parser: tree_sitter.Parser | None = getattr(_local, "parser", None)
+    if parser is None:
+        parser = _local.parser = tree_sitter.Parser(_language())
+    return parser
 
 
 def _nesting_bound(text: str) -> int:
