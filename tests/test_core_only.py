@@ -26,6 +26,9 @@ def python(code: str, *hidden: str) -> subprocess.CompletedProcess[str]:
     ("module", "missing", "extra"),
     [
         ("trio_agent.durable", "dbos", "durable"),
+        ("trio_agent.mcp", "mcp", "mcp"),
+        ("trio_agent.mcp", "httpx2", "mcp"),
+        ("trio_agent.mcp", "re2", "mcp"),
         ("trio_agent.testing.strategies", "hypothesis", "testing"),
     ],
 )

@@ -127,3 +127,18 @@ def deprecate_attributes(module_name: str, moved: Mapping[str, str]) -> None:
         return value
 
     vars(sys.modules[module_name])["__getattr__"] = __getattr__
+
+
+def require_extra(face: str, extra: str, *modules: str) -> None:
+    """Import *modules* (what the optional *face* needs), or raise a
+    ModuleNotFoundError that names the extra to install, as the first thing *face*
+    does: a core-only install says ``pip install 'trio-agent[EXTRA]'``."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            raise ModuleNotFoundError(
+                f"No module named {exc.name or module!r}: {face} needs "
+                f"pip install 'trio-agent[{extra}]'",
+                name=exc.name,
+            ) from exc

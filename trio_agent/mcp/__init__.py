@@ -17,6 +17,7 @@ Example::
 
 from .. import _util
 from .._options import DEFAULT_MAX_RESULT_CHARS as DEFAULT_MAX_RESULT_CHARS
+from . import _extra as _extra  # first: without the SDK, say which extra to install
 from ._config import DEFAULT_CALL_TIMEOUT as DEFAULT_CALL_TIMEOUT
 from ._config import HttpServerConfig as HttpServerConfig
 from ._config import MCPConfigError as MCPConfigError
