@@ -219,33 +219,33 @@ NESTINGS: list[Callable[[str], str]] = [
     lambda c: f"dash -c {shlex.quote(c)} name",
     lambda c: f"bash -c -- {shlex.quote(c)}",
     lambda c: f"bash -x -c -e {_dq(c)} name arg",
-    lambda c: f"echo $({c}\n)",
-    lambda c: f'echo "$({c}\n)"',
+    lambda c: f"echo $( {c}\n)",
+    lambda c: f'echo "$( {c}\n)"',
     lambda c: "echo `" + c.replace("\\", "\\\\").replace("`", "\\`").replace("$", "\\$") + "\n`",
-    lambda c: f"cat <<E{len(c)}\n$({c}\n)\nE{len(c)}",
-    lambda c: f"cat <<-E{len(c)}\n\t$({c}\n)\nE{len(c)}",
+    lambda c: f"cat <<E{len(c)}\n$( {c}\n)\nE{len(c)}",
+    lambda c: f"cat <<-E{len(c)}\n\t$( {c}\n)\nE{len(c)}",
     lambda c: (
         f"cat <<E{len(c)}\n`"
         + c.replace("\\", "\\\\").replace("`", "\\`").replace("$", "\\$")
         + f"\n`\nE{len(c)}"
     ),
-    lambda c: f'cat <<< "$({c}\n)"',
-    lambda c: f"cat <({c}\n)",
+    lambda c: f'cat <<< "$( {c}\n)"',
+    lambda c: f"cat <( {c}\n)",
     lambda c: f"true | {{ {c}\n}}",
     lambda c: f"{{ {c}\n}} | true",
     lambda c: f"true; {c}",
     lambda c: f"true && {c}",
     lambda c: f"false || {c}",
     lambda c: f"true\n{c}",
-    lambda c: f"({c}\n)",
+    lambda c: f"( {c}\n)",  # a space: (( would be arithmetic
     lambda c: f"{{ {c}\n}}",
     lambda c: f"f() {{ {c}\n}}\nf",
     lambda c: f"if true; then {c}\nfi",
     lambda c: f"for i in 1; do {c}\ndone",
     lambda c: f"while true; do {c}\nbreak; done",
     lambda c: f"case a in a) {c}\n;; esac",
-    lambda c: f"v=$({c}\n)",
-    lambda c: f"export v=$({c}\n)",
+    lambda c: f"v=$( {c}\n)",
+    lambda c: f"export v=$( {c}\n)",
     lambda c: f"! {{ {c}\n}}",
     lambda c: f"{{ {c}\n}} &\nwait",
     lambda c: f"trap {shlex.quote(c)} EXIT",
@@ -255,7 +255,7 @@ NESTINGS: list[Callable[[str], str]] = [
     lambda c: f"ssh host {shlex.quote(c)}",
     lambda c: f"su -c {shlex.quote(c)}",
     lambda c: f"sudo -s {shlex.quote(c)}",
-    lambda c: f"true >({c}\n)",  # not waited for
+    lambda c: f"true >( {c}\n)",  # not waited for
 ]
 #: Nestings that only make sense to decide (they would not run here, or not at once).
 DECIDE_ONLY = {
