@@ -21,7 +21,7 @@ from typing import Any, final
 import attrs
 import trio
 
-from .._exceptions import ApprovalError
+from .._exceptions import ApprovalError, TranscriptError
 from .._executor import ToolResult
 from .._loop import (
     BlockFinished,
@@ -153,8 +153,6 @@ class Session:
             TranscriptError: the file cannot be read or a line other than the last
                 is corrupt; no model in the header nor in *kwargs*.
         """
-        from .._exceptions import TranscriptError
-
         transcript = read_transcript(path)
         kwargs.setdefault("system", transcript.system)
         if "model" not in kwargs:
