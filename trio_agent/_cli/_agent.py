@@ -195,15 +195,11 @@ def make_session(
     # `demo --help` or `replay` need not pay.
     from ..tools import Workspace, default_tools
 
-    tools = [*default_tools(Workspace(args.workspace)), *extra_tools]
+    rules = permission_rules(args, ask)
+    # A Read deny rule keeps Glob and Grep from listing or reading what it covers.
+    tools = [*default_tools(Workspace(args.workspace), exclude=rules.read_denied), *extra_tools]
     warn_unknown_rules(args, [t.name for t in tools], err)
-    return open_session(
-        args,
-        client,
-        instrument(tools, recorder),
-        can_use_tool=permission_rules(args, ask),
-        err=err,
-    )
+    return open_session(args, client, instrument(tools, recorder), can_use_tool=rules, err=err)
 
 
 def warn_unknown_rules(args: argparse.Namespace, names: Sequence[str], err: IO[str]) -> None:

@@ -13,6 +13,8 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import httpx
 
 from .. import _util
@@ -45,14 +47,24 @@ __all__ = [
 ]
 
 
-def default_tools(ws: Workspace, *, http_client: httpx.AsyncClient | None = None) -> list[Tool]:
-    """Every built-in tool with its default settings, the file tools rooted in *ws*."""
+def default_tools(
+    ws: Workspace,
+    *,
+    http_client: httpx.AsyncClient | None = None,
+    exclude: Callable[[str], bool] | None = None,
+) -> list[Tool]:
+    """Every built-in tool with its default settings, the file tools rooted in *ws*.
+
+    *exclude* (a workspace-relative path -> True to keep it out: pass
+    ``rules.read_denied`` of the session's :class:`~trio_agent.PermissionRules`)
+    keeps Glob and Grep from listing or reading what a Read deny rule covers.
+    """
     return [
         Read(ws),
         Write(ws),
         Edit(ws),
-        Glob(ws),
-        Grep(ws),
+        Glob(ws, exclude=exclude),
+        Grep(ws, exclude=exclude),
         Bash(ws),
         WebFetch(http_client=http_client),
     ]
