@@ -95,6 +95,7 @@ from ._loop import TransitionReason as TransitionReason
 from ._loop import TurnControl as TurnControl
 from ._loop import TurnEnd as TurnEnd
 from ._loop import TurnEndReason as TurnEndReason
+from ._loop import UnknownToolWarning as UnknownToolWarning
 from ._loop import query as query
 from ._loop import summarizing_compactor as summarizing_compactor
 from ._messages import AssistantMessage as AssistantMessage
@@ -221,6 +222,7 @@ __all__ = [
     "TurnEnd",
     "TurnEndReason",
     "TurnOptions",
+    "UnknownToolWarning",
     "Usage",
     "UserMessage",
     "WorkspaceError",
@@ -233,23 +235,6 @@ __all__ = [
 ]
 
 _util.fixup_module_metadata(__name__, globals())
-# Moved to trio_agent.lowlevel (issue 21): the old names work, with a DeprecationWarning.
-_util.deprecate_attributes(
-    __name__,
-    dict.fromkeys(
-        (
-            "AccumulatorStatistics",
-            "MessageAccumulator",
-            "RecoverableModelClient",
-            "RetryObserver",
-            "StreamEvent",
-            "StreamItem",
-            "StreamResult",
-            "StreamStatistics",
-            "TranscriptWriter",
-            "block_from_api",
-            "message_from_api",
-        ),
-        "trio_agent.lowlevel",
-    ),
-)
+# Every name of trio_agent.lowlevel moved there from here (issue 21): the old names
+# work, with a DeprecationWarning.
+_util.deprecate_attributes(__name__, dict.fromkeys(lowlevel.__all__, "trio_agent.lowlevel"))

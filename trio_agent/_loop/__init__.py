@@ -13,6 +13,7 @@ from ._query import check_options as check_options
 from ._query import query as query
 from ._rules import PermissionRuleError as PermissionRuleError
 from ._rules import PermissionRules as PermissionRules
+from ._rules import UnknownToolWarning as UnknownToolWarning
 from ._state import AttemptDiscarded as AttemptDiscarded
 from ._state import BlockFinished as BlockFinished
 from ._state import CacheBust as CacheBust
