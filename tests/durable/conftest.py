@@ -3,6 +3,8 @@ session by the state of its conversation, and worker subprocesses."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import pathlib
@@ -13,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
 
 import dbos  # noqa: F401  (the durable extra is part of the test extra: missing is a failure)
@@ -154,12 +157,151 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
+class PostgresCluster:
     """A throwaway PostgreSQL cluster (initdb + pg_ctl on a temp dir and a free port).
 
     Run as the current user, or as ``nobody`` when that is root (Postgres refuses
-    root). Skipped only when the binaries are absent, and then not in CI
+    root). :meth:`stop` stops the server and removes its directory, whatever
+    :meth:`start` got to; it runs on every path: the fixture's finalizer, a failed
+    start, and ``atexit`` (registered before anything is created) for a run that
+    ends without its finalizers. It then checks that no process of the cluster
+    survives. Only a SIGKILL of the test run itself leaves one behind.
+    """
+
+    STOP_TIMEOUT = 30.0
+
+    def __init__(self, bindir: pathlib.Path, port: int | None = None) -> None:
+        self.bindir = bindir
+        self.port = port if port is not None else _free_port()
+        self.directory: pathlib.Path | None = None  # None again once removed
+        self.created: pathlib.Path | None = None  # the directory start() made, kept
+        self.pids: set[int] = set()  # the postmaster and its children, seen while running
+        self._prefix: list[str] = []
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/trio_agent"
+
+    @property
+    def data(self) -> pathlib.Path:
+        assert self.directory is not None
+        return self.directory / "data"
+
+    def start(self) -> str:
+        atexit.register(self.stop)
+        try:
+            self.directory = self.created = pathlib.Path(tempfile.mkdtemp(prefix="trio-agent-pg-"))
+            if os.geteuid() == 0:
+                nobody = pwd.getpwnam("nobody")
+                os.chown(self.directory, nobody.pw_uid, nobody.pw_gid)
+                self._prefix = ["runuser", "-u", "nobody", "--"]
+            self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
+            options = f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1"
+            options += " -c max_connections=200"
+            log = str(self.directory / "log")
+            self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", log, "-w", "start")
+            self.pids = self.processes()
+        except BaseException as exc:
+            log = self.directory / "log" if self.directory is not None else None
+            if log is not None and log.exists():
+                exc.add_note("server log:\n" + log.read_text(errors="replace"))
+            self.stop()
+            raise
+        return self.url
+
+    def _run(self, program: str, *argv: str) -> None:
+        command = [*self._prefix, str(self.bindir / program), *argv]
+        done = subprocess.run(
+            command, capture_output=True, cwd=self.directory, timeout=120, check=False
+        )
+        if done.returncode != 0:
+            output = (done.stdout + done.stderr).decode(errors="replace")
+            raise RuntimeError(f"{program} exited {done.returncode}:\n{output}")
+
+    def postmaster_pid(self) -> int | None:
+        """The server's pid, from ``postmaster.pid`` (None before it started)."""
+        if self.directory is None:
+            return None
+        try:
+            return int((self.data / "postmaster.pid").read_text().split("\n", 1)[0])
+        except (OSError, ValueError):
+            return None
+
+    def processes(self) -> set[int]:
+        """The live processes of this cluster: the postmaster and its children."""
+        pid = self.postmaster_pid()
+        if pid is None or not _alive(pid):
+            return set()
+        return {pid, *(child for child, parent in _parents().items() if parent == pid)}
+
+    def stop(self) -> None:
+        """Stop the server (``immediate``; SIGKILL if that fails) and remove the directory.
+
+        Idempotent. Raises if a process of the cluster is still alive after a bounded
+        wait, so a leak fails the run instead of passing unseen.
+        """
+        atexit.unregister(self.stop)
+        if self.directory is None:
+            return
+        self.pids |= self.processes()
+        if self.pids:
+            # If pg_ctl fails, the checks below kill what is left.
+            with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
+                self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        survivors = _wait_gone(self.pids, self.STOP_TIMEOUT)
+        for pid in survivors:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        survivors = _wait_gone(survivors, self.STOP_TIMEOUT)
+        shutil.rmtree(self.directory, ignore_errors=True)
+        self.directory = None
+        if survivors:
+            raise RuntimeError(f"PostgreSQL processes survived the fixture: {sorted(survivors)}")
+
+
+def _alive(pid: int) -> bool:
+    """True while *pid* runs (a zombie nobody reaped counts as gone)."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def _parents() -> dict[int, int]:
+    """Every live process's parent, from /proc."""
+    parents: dict[int, int] = {}
+    for entry in pathlib.Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+    return parents
+
+
+def _wait_gone(pids: set[int], timeout: float) -> set[int]:
+    """Wait up to *timeout* seconds for *pids* to exit; return those still alive."""
+    deadline = time.monotonic() + timeout
+    alive = {pid for pid in pids if _alive(pid)}
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = {pid for pid in alive if _alive(pid)}
+    return alive
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> type[PostgresCluster]:
+    """:class:`PostgresCluster`, for the test of the fixture itself."""
+    return PostgresCluster
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """The URL of a :class:`PostgresCluster`, stopped and removed at the end of the run.
+
+    Skipped only when the binaries are absent, and then not in CI
     (``TRIO_AGENT_REQUIRE_POSTGRES=1``, set by ``.ci/run``): there it fails.
     """
     bindir = _postgres_bin()
@@ -167,37 +309,9 @@ def postgres_url() -> Iterator[str]:
         if os.environ.get("TRIO_AGENT_REQUIRE_POSTGRES"):
             pytest.fail("PostgreSQL binaries (initdb, pg_ctl) not found")
         pytest.skip("PostgreSQL binaries (initdb, pg_ctl) not found")
-    directory = pathlib.Path(tempfile.mkdtemp(prefix="trio-agent-pg-"))
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        nobody = pwd.getpwnam("nobody")
-        os.chown(directory, nobody.pw_uid, nobody.pw_gid)
-        prefix = ["runuser", "-u", "nobody", "--"]
-    data = directory / "data"
-    port = _free_port()
-
-    def run(*argv: str) -> None:
-        subprocess.run([*prefix, *argv], check=True, capture_output=True, cwd=directory)
-
-    run(str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
-    options = f"-p {port} -k {directory} -c listen_addresses=127.0.0.1 -c max_connections=200"
-    run(
-        str(bindir / "pg_ctl"),
-        "-D",
-        str(data),
-        "-o",
-        options,
-        "-l",
-        str(directory / "log"),
-        "-w",
-        "start",
-    )
+    cluster = PostgresCluster(bindir)
+    url = cluster.start()
     try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/trio_agent"
+        yield url
     finally:
-        subprocess.run(
-            [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-            capture_output=True,
-            cwd=directory,
-        )
-        shutil.rmtree(directory, ignore_errors=True)
+        cluster.stop()
