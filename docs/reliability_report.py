@@ -391,6 +391,100 @@ ROWS: list[tuple[str, str, list[str]]] = [
         "TranscriptError naming the line, from read_transcript and Session.resume",
         ["tests/session/test_transcript_garbled.py"],
     ),
+    (
+        "S5",
+        "deny rules follow what bash runs: assignments, quotes, escapes, paths, wrappers, "
+        "eval / sh -c / find -exec / xargs, here-documents, substitutions; generated spellings",
+        [
+            "tests/security/test_rule_bypasses.py::test_a_denied_rm_is_never_run",
+            "tests/security/test_rule_bypasses.py::test_an_allowed_ls_runs_nothing_else",
+            "tests/security/test_rule_bypasses.py::test_no_spelling_of_rm_is_allowed",
+            "tests/security/test_rule_bypasses.py::test_junk_is_never_allowed_unless_every_command_is",
+            "tests/security/test_rule_bypasses.py::test_huge_and_deep_lines_are_never_allowed",
+        ],
+    ),
+    (
+        "S6",
+        "path rules: every spelling of a rule and a path alike; Grep/Glob skip what Read may not see",
+        [
+            "tests/security/test_path_rules.py::test_every_spelling_of_a_rule_denies_every_spelling_of_a_path",
+            "tests/security/test_path_rules.py::test_grep_and_glob_skip_what_read_may_not_see",
+            "tests/cli/test_cli_read_deny.py::test_grep_and_glob_do_not_show_what_read_may_not",
+        ],
+    ),
+    (
+        "S7",
+        "read-only Bash runs in parallel; what the classifier calls read-only changes no file",
+        [
+            "tests/security/test_readonly_bash.py::test_what_is_called_read_only_changes_nothing",
+            "tests/security/test_readonly_bash.py::test_bash_is_concurrency_safe_exactly_for_read_only_commands",
+        ],
+    ),
+    (
+        "T1",
+        "text UTF-8 cannot carry (lone surrogates from tools, prompts, file names, the model's "
+        "own escapes) never enters the history; the transcript round-trips",
+        [
+            "tests/trust/test_text_and_inputs.py::test_a_tool_or_a_prompt_with_unencodable_text_never_breaks_the_session",
+            "tests/trust/test_text_and_inputs.py::test_glob_over_any_file_names_leaves_a_history_that_encodes",
+            "tests/trust/test_text_and_inputs.py::test_the_models_own_lone_surrogate_escapes_are_replaced",
+        ],
+    ),
+    (
+        "T2",
+        "inputs nested 150-60,000 deep (from the model or a permission's updated_input); "
+        "a context modifier whose exception cannot be printed: error results",
+        [
+            "tests/trust/test_text_and_inputs.py::test_a_deeply_nested_input_is_an_error_result",
+            "tests/trust/test_text_and_inputs.py::test_a_context_modifier_whose_exception_cannot_be_printed_is_an_error_result",
+        ],
+    ),
+    (
+        "T3",
+        "a compactor's result checked like any history: never sent nor kept when broken",
+        [
+            "tests/trust/test_compaction_results.py::test_what_the_check_accepts_the_api_accepts",
+            "tests/trust/test_compaction_results.py::test_a_broken_reactive_compaction_ends_the_turn_typed_and_sends_nothing",
+            "tests/trust/test_compaction_results.py::test_a_broken_automatic_compaction_goes_on_with_the_old_history",
+        ],
+    ),
+    (
+        "T4",
+        "OpenAI Chat: a function name in pieces is one name, whatever the cutting",
+        ["tests/trust/test_openai_chat_names.py"],
+    ),
+    (
+        "M1",
+        "MCP server dies mid-call while its child holds stdout; nothing it started survives",
+        [
+            "tests/mcp/test_mcp_misbehaving.py::test_a_server_that_dies_mid_call_while_its_child_holds_stdout",
+            "tests/mcp/test_mcp_misbehaving.py::test_what_a_server_started_never_outlives_the_block",
+        ],
+    ),
+    (
+        "M2",
+        "MCP floods: 100 MB text, 500,000 items, 200,000 progress notes, 100,000 log lines, "
+        "bad UTF-8: bounded, an error result, never a hang",
+        [
+            "tests/mcp/test_mcp_misbehaving.py::test_a_100_mb_text_result_is_refused_in_bounded_memory",
+            "tests/mcp/test_mcp_misbehaving.py::test_500_000_content_items_are_capped_and_say_so",
+            "tests/mcp/test_mcp_misbehaving.py::test_200_000_progress_notifications_end_the_call",
+            "tests/mcp/test_mcp_misbehaving.py::test_100_000_log_messages_end_the_call",
+            "tests/mcp/test_mcp_misbehaving.py::test_one_invalid_utf8_byte_is_an_error_result",
+        ],
+    ),
+    (
+        "M3",
+        "MCP schemas: 10,000 tools, catastrophic patterns, $refs nowhere / remote / to "
+        "themselves, invalid or task-only tools left out alone",
+        [
+            "tests/mcp/test_mcp_schemas.py::test_10_000_tools_do_not_freeze_the_loop",
+            "tests/mcp/test_mcp_schemas.py::test_a_catastrophic_pattern_does_not_freeze_the_loop",
+            "tests/mcp/test_mcp_schemas.py::test_refs_nowhere_remote_or_to_themselves",
+            "tests/mcp/test_mcp_schemas.py::test_a_bad_tool_or_one_that_needs_tasks_is_left_out_alone",
+            "tests/mcp/test_mcp_schemas.py::test_no_schema_raises_or_fetches",
+        ],
+    ),
     ("L", "the leak helper finds each kind of leak", ["tests/testing/test_leaks.py"]),
 ]
 
