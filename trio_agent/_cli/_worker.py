@@ -36,7 +36,15 @@ def add_worker_commands(subparsers: Any) -> None:
     worker.add_argument(
         "--executor-id",
         default=None,
-        help="restart with the same id to resume its turns (default: a new id)",
+        help="this worker's identity; restart with the same id to resume its turns (default: local)",
+    )
+    worker.add_argument(
+        "--lease",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="without a heartbeat for this long, live workers take over this one's turns"
+        " (default 30)",
     )
     worker.set_defaults(func=_worker_command)
 
@@ -51,6 +59,16 @@ def add_worker_commands(subparsers: Any) -> None:
     )
     submit.add_argument("--no-wait", action="store_true", help="print the turn id and exit")
     submit.set_defaults(func=_submit_command)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
 
 
 _HINT = "pip install 'trio-agent[durable]'"
@@ -75,13 +93,18 @@ def _worker_command(args: argparse.Namespace) -> int:
     sys.path.insert(0, "")  # --app names a module of the working directory, as python -m does
     try:
         agent = durable.load_agent(args.app)
-        sys.stderr.write(f"trio-agent: worker for agent {agent.name!r} ready\n")
-        sys.stderr.flush()
+
+        def ready() -> None:  # connected, first heartbeat written
+            sys.stderr.write(f"trio-agent: worker for agent {agent.name!r} ready\n")
+            sys.stderr.flush()
+
         durable.run_worker(
             agent,
             database_url=args.database_url,
             concurrency=args.concurrency,
             executor_id=args.executor_id,
+            lease=args.lease,
+            on_ready=ready,
         )
     except TrioAgentError as exc:
         sys.stderr.write(f"trio-agent: {type(exc).__name__}: {exc}\n")

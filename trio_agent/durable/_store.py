@@ -11,27 +11,34 @@ Postgres), so a session's history lives where its turns are queued. Three tables
   tool result), so a turn re-run after a crash answers from the record;
 - ``trio_agent_pending``: the tool calls of a session's last answer that await
   approval (a turn that ended ``awaiting_approval``), set and cleared with the
-  turn's commit.
+  turn's commit;
+- ``trio_agent_workers``: each live worker's heartbeat (a counter it bumps, and
+  the lease it promises to bump within), so that live workers take over a dead
+  one's turns (:mod:`._takeover`).
 
-Every method is blocking (SQLAlchemy); the worker calls them from threads.
+Every method is blocking (SQLAlchemy); the worker calls them from threads. Every
+database error comes out as a :class:`DurableError` (one translation, :func:`_db`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any, cast, final
 
 import attrs
 import sqlalchemy as sa
 import sqlalchemy.exc
+from dbos._schemas import SCHEMA_PLACEHOLDER
+from dbos._schemas.system_database import SystemSchema
 
 from .. import Message, PendingApprovals, TranscriptError, TrioAgentError, repair_history
 from ..lowlevel import message_from_api
 from ._errors import DurableError
 
-__all__ = ["SqlSessionStore", "engine_url", "redact_url"]
+__all__ = ["FencedError", "SqlSessionStore", "engine_url", "redact_url"]
 
 _META = sa.MetaData()
 _MESSAGES = sa.Table(
@@ -69,6 +76,31 @@ _PENDING = sa.Table(
     sa.Column("session_id", sa.String(200), primary_key=True),
     sa.Column("pending", sa.Text, nullable=False),
 )
+
+_WORKERS = sa.Table(
+    "trio_agent_workers",
+    _META,
+    sa.Column("executor_id", sa.String(200), primary_key=True),
+    sa.Column("beats", sa.Integer, nullable=False),
+    sa.Column("lease", sa.Float, nullable=False),
+)
+_WORKFLOWS = SystemSchema.workflow_status
+
+
+class FencedError(DurableError):
+    """The turn was taken over by another worker: this worker's commit of it is refused."""
+
+
+@contextlib.contextmanager
+def _db(what: str) -> Generator[None]:
+    """Database errors (a missing table, a read-only or vanished file, a server
+    that went away) as one :class:`DurableError` naming what was being done."""
+    try:
+        yield
+    except sqlalchemy.exc.SQLAlchemyError as exc:
+        cause = getattr(exc, "orig", None) or exc
+        said = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+        raise DurableError(f"cannot {what}: {type(cause).__name__}: {said:.300}") from exc
 
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
@@ -130,6 +162,8 @@ class SqlSessionStore:
     """
 
     engine: sa.Engine
+    #: Where DBOS keeps its tables (``dbos`` on Postgres; SQLite has no schemas).
+    system_schema: str | None = None
 
     @classmethod
     def connect(cls, database_url: str) -> SqlSessionStore:
@@ -139,6 +173,7 @@ class SqlSessionStore:
         if url.get_backend_name() == "sqlite":
             kwargs["connect_args"] = {"timeout": 30}
         engine = sa.create_engine(url, **kwargs)
+        system_schema = None if url.get_backend_name() == "sqlite" else "dbos"
         try:
             _META.create_all(engine, checkfirst=True)
         except (
@@ -148,7 +183,7 @@ class SqlSessionStore:
         except sqlalchemy.exc.SQLAlchemyError as exc:
             engine.dispose()
             raise DurableError(f"cannot open the session store: {exc}") from exc
-        return cls(engine)
+        return cls(engine, system_schema)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -163,7 +198,7 @@ class SqlSessionStore:
     def load_pending(self, session_id: str) -> tuple[tuple[Message, ...], PendingApprovals | None]:
         """The history of *session_id* and the calls of its last answer that await
         approval (None if none do); every other tool use is answered."""
-        with self.engine.connect() as conn:
+        with _db(f"read session {session_id!r}"), self.engine.connect() as conn:
             waiting = conn.execute(
                 sa.select(_PENDING.c.pending).where(_PENDING.c.session_id == session_id)
             ).scalar()
@@ -196,7 +231,7 @@ class SqlSessionStore:
 
     def append(self, session_id: str, messages: Sequence[Message]) -> None:
         """Add *messages* at the end of *session_id*'s history, in one transaction."""
-        with self.engine.begin() as conn:
+        with _db(f"append to session {session_id!r}"), self.engine.begin() as conn:
             self._insert(conn, session_id, None, messages)
 
     # -- turns ----------------------------------------------------------------------
@@ -208,7 +243,7 @@ class SqlSessionStore:
         """
         for _ in range(3):
             try:
-                with self.engine.begin() as conn:
+                with _db("number a turn"), self.engine.begin() as conn:
                     updated = conn.execute(
                         _SESSIONS.update()
                         .where(_SESSIONS.c.session_id == session_id)
@@ -223,8 +258,10 @@ class SqlSessionStore:
                             )
                         ).scalar_one()
                     )
-            except sqlalchemy.exc.IntegrityError:  # pragma: no cover - a concurrent first turn
-                continue
+            except DurableError as exc:  # pragma: no cover - a concurrent first turn
+                if isinstance(exc.__cause__, sqlalchemy.exc.IntegrityError):
+                    continue
+                raise
         raise DurableError(f"cannot number a turn of {session_id!r}")  # pragma: no cover
 
     def commit_turn(
@@ -234,6 +271,7 @@ class SqlSessionStore:
         messages: Sequence[Message],
         summary: Mapping[str, Any],
         pending: PendingApprovals | None = None,
+        owner: str | None = None,
     ) -> dict[str, Any]:
         """Append a turn's *messages* and record its *summary*, all or nothing;
         *pending* (the calls the turn left awaiting approval) replaces the
@@ -241,13 +279,19 @@ class SqlSessionStore:
 
         Returns the summary recorded: *summary*, or the first one if *turn_id* was
         already committed (a turn re-run after its commit appends nothing).
+
+        Raises:
+            FencedError: *owner* (the DBOS execution's ownership token) no longer
+                owns the turn's workflow: another worker took it over.
         """
-        with self.engine.begin() as conn:
+        with _db(f"commit turn {turn_id}"), self.engine.begin() as conn:
             recorded = conn.execute(
                 sa.select(_TURNS.c.summary).where(_TURNS.c.turn_id == turn_id)
             ).scalar()
             if recorded is not None:
                 return json.loads(recorded)
+            if owner is not None:
+                self._check_owner(conn, turn_id, owner)
             self._insert(conn, session_id, turn_id, messages)
             conn.execute(_PENDING.delete().where(_PENDING.c.session_id == session_id))
             if pending is not None:
@@ -266,7 +310,7 @@ class SqlSessionStore:
 
     def turn_summary(self, turn_id: str) -> dict[str, Any] | None:
         """The summary of the committed turn *turn_id*, or None."""
-        with self.engine.connect() as conn:
+        with _db(f"read turn {turn_id}"), self.engine.connect() as conn:
             text = conn.execute(
                 sa.select(_TURNS.c.summary).where(_TURNS.c.turn_id == turn_id)
             ).scalar()
@@ -297,7 +341,7 @@ class SqlSessionStore:
 
     def journal(self, turn_id: str) -> dict[str, Any]:
         """Everything recorded so far by the turn *turn_id*: key -> value."""
-        with self.engine.connect() as conn:
+        with _db(f"read the journal of turn {turn_id}"), self.engine.connect() as conn:
             rows = conn.execute(
                 sa.select(_JOURNAL.c.key, _JOURNAL.c.value).where(_JOURNAL.c.turn_id == turn_id)
             ).all()
@@ -305,7 +349,7 @@ class SqlSessionStore:
 
     def record(self, turn_id: str, key: str, value: Any) -> None:
         """Record *value* under *key* for *turn_id* (the first record of a key wins)."""
-        with self.engine.begin() as conn:
+        with _db(f"record in the journal of turn {turn_id}"), self.engine.begin() as conn:
             exists = conn.execute(
                 sa.select(_JOURNAL.c.key).where(
                     (_JOURNAL.c.turn_id == turn_id) & (_JOURNAL.c.key == key)
@@ -315,3 +359,53 @@ class SqlSessionStore:
                 conn.execute(
                     _JOURNAL.insert().values(turn_id=turn_id, key=key, value=_dumps(value))
                 )
+
+    # -- ownership of turns ---------------------------------------------------------
+
+    def _check_owner(self, conn: sa.Connection, turn_id: str, owner: str) -> None:
+        query = sa.select(_WORKFLOWS.c.owner_xid).where(_WORKFLOWS.c.workflow_uuid == turn_id)
+        if self.system_schema is not None:
+            query = query.with_for_update()  # a takeover waits for this commit, or wins
+        mapped = conn.execution_options(
+            schema_translate_map={SCHEMA_PLACEHOLDER: self.system_schema}
+        )
+        current = mapped.execute(query).scalar()
+        if current != owner:
+            raise FencedError(
+                f"turn {turn_id} was taken over by another worker (this worker missed its"
+                " lease): its result here is dropped, the other worker's stands"
+            )
+
+    # -- heartbeats -----------------------------------------------------------------
+
+    def heartbeat(self, executor_id: str, lease: float) -> bool:
+        """Bump *executor_id*'s heartbeat; False if its row was missing (first beat,
+        or another worker took it over)."""
+        with _db("write this worker's heartbeat"), self.engine.begin() as conn:
+            updated = conn.execute(
+                _WORKERS.update()
+                .where(_WORKERS.c.executor_id == executor_id)
+                .values(beats=_WORKERS.c.beats + 1, lease=lease)
+            ).rowcount
+            if not updated:
+                conn.execute(
+                    _WORKERS.insert().values(executor_id=executor_id, beats=1, lease=lease)
+                )
+        return bool(updated)
+
+    def workers(self) -> dict[str, tuple[int, float]]:
+        """Every worker's heartbeat: executor id -> (beats, lease in seconds)."""
+        with _db("read the workers' heartbeats"), self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(_WORKERS.c.executor_id, _WORKERS.c.beats, _WORKERS.c.lease)
+            ).all()
+        return {str(e): (int(b), float(le)) for e, b, le in rows}
+
+    def forget_worker(self, executor_id: str, beats: int | None = None) -> bool:
+        """Remove *executor_id*'s heartbeat (only if it still is *beats*, when given):
+        True if removed."""
+        with _db("remove a worker's heartbeat"), self.engine.begin() as conn:
+            query = _WORKERS.delete().where(_WORKERS.c.executor_id == executor_id)
+            if beats is not None:
+                query = query.where(_WORKERS.c.beats == beats)
+            return bool(conn.execute(query).rowcount)

@@ -7,8 +7,9 @@ turn's step calls ``trio.from_thread.run`` with the worker's ``TrioToken``, so
 every turn a worker runs shares one Trio loop, as sessions do in one process.
 
 A worker stopped mid-turn (``kill -9``, a crash, Ctrl+C) leaves the turn's
-workflow pending; the worker restarted with the same executor id resumes it.
-DBOS is one per process, so a process runs one worker.
+workflow pending; the worker restarted with the same executor id resumes it, and
+if none is, the live workers take it over once its heartbeat is older than its
+lease (:mod:`._takeover`). DBOS is one per process, so a process runs one worker.
 """
 
 from __future__ import annotations
@@ -16,20 +17,22 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any, Final, final
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from typing import Any, Final, cast, final
 
 import attrs
 import trio
 from dbos import DBOS, DBOSConfig
+from dbos._context import get_local_dbos_context
 
-from .. import AssistantMessage, Message, TurnEnd
+from .. import AssistantMessage, Message, TurnEnd, TurnEndReason
 from ..otel import traced_submit
 from ._agent import Agent
 from ._approvals import approvals_from_json
 from ._errors import DurableError
 from ._journal import _TURN_ID, TurnJournal  # pyright: ignore[reportPrivateUsage]
-from ._store import SqlSessionStore, engine_url
+from ._store import FencedError, SqlSessionStore, engine_url
+from ._takeover import DEFAULT_LEASE, Watcher, check_lease
 
 __all__ = [
     "APP_NAME",
@@ -80,6 +83,7 @@ class _Worker:
         prompt: str | None,
         turn_id: str,
         approvals: Mapping[str, Any] | None = None,
+        owner: str | None = None,
     ) -> dict[str, Any]:
         if self.stopping:
             raise _WorkerStopped
@@ -88,7 +92,12 @@ class _Worker:
             self.running.add(scope)
             try:
                 async with self.limiter:
-                    summary = await self._turn(agent_name, session_id, prompt, turn_id, approvals)
+                    summary = await self._turn(
+                        agent_name, session_id, prompt, turn_id, approvals, owner
+                    )
+            except FencedError as exc:
+                logger.warning("%s", exc)
+                raise _WorkerStopped from None
             finally:
                 self.running.discard(scope)
                 if self.stopping and not self.running:
@@ -104,6 +113,7 @@ class _Worker:
         prompt: str | None,
         turn_id: str,
         approvals: Mapping[str, Any] | None,
+        owner: str | None,
     ) -> dict[str, Any]:
         done = await trio.to_thread.run_sync(self.store.turn_summary, turn_id)
         if done is not None:  # committed before a crash cut the step's record
@@ -126,25 +136,48 @@ class _Worker:
         )
         _TURN_ID.set(turn_id)  # this task's context: its tools inherit it
         end: TurnEnd | None = None
-        async with traced_submit(
-            session,
-            prompt,
-            approvals=decisions,
-            agent_name=agent.name,
-            conversation_id=session_id,
-        ) as events:
-            async for event in events:
-                if isinstance(event, TurnEnd):
-                    end = event
+        raised: BaseException | None = None
+        try:
+            async with traced_submit(
+                session,
+                prompt,
+                approvals=decisions,
+                agent_name=agent.name,
+                conversation_id=session_id,
+            ) as events:
+                async for event in events:
+                    if isinstance(event, TurnEnd):
+                        end = event
+        except Exception:
+            raise  # DBOS records it: the turn fails (TurnHandle.result raises)
+        except BaseException as exc:  # a tool's own BaseException ends the turn
+            if _is_interrupt(exc):
+                raise
+            # Re-raised into DBOS's thread, it would record nothing and leave the turn
+            # PENDING for ever, the session's later turns behind it: end the turn
+            # instead, keeping the history the session kept (valid, as after any error).
+            logger.warning("turn %s ended by %r", turn_id, exc)
+            raised = exc
         self.turns_run += 1
         new = session.messages[len(history) :]
-        summary = _summary(turn_id, session_id, end, new, journal.replayed_tools)
+        summary = _summary(turn_id, session_id, end, new, journal.replayed_tools, raised)
         left = session.pending_approvals
         with trio.CancelScope(shield=True):  # the turn is done: its commit must land
             summary = await trio.to_thread.run_sync(
-                self.store.commit_turn, session_id, turn_id, new, summary, left
+                self.store.commit_turn, session_id, turn_id, new, summary, left, owner
             )
         return summary
+
+
+_INTERRUPTS: Final = (trio.Cancelled, KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
+def _is_interrupt(exc: BaseException) -> bool:
+    """A stop of the worker or the process, never to be turned into a turn's end."""
+    if isinstance(exc, BaseExceptionGroup):
+        group = cast(BaseExceptionGroup[BaseException], exc)
+        return group.subgroup(_is_interrupt) is not None
+    return isinstance(exc, (*_INTERRUPTS, _WorkerStopped))
 
 
 def _summary(
@@ -153,8 +186,25 @@ def _summary(
     end: TurnEnd | None,
     new: Sequence[Message],
     replayed_tools: int,
+    raised: BaseException | None = None,
 ) -> dict[str, Any]:
     last = next((m for m in reversed(new) if isinstance(m, AssistantMessage)), None)
+    if raised is not None:
+        return {
+            "turn_id": turn_id,
+            "session_id": session_id,
+            "reason": str(TurnEndReason.ERROR),
+            "turns": 0,
+            "usage": {},
+            "cost_usd": None,
+            "message": f"a tool raised {type(raised).__name__}",
+            "error": repr(raised),
+            "abort_reason": None,
+            "text": "" if last is None else last.text,
+            "messages": len(new),
+            "replayed_tools": replayed_tools,
+            "pending": [],
+        }
     return {
         "turn_id": turn_id,
         "session_id": session_id,
@@ -188,6 +238,9 @@ def _turn_step(
     turn_id = DBOS.workflow_id
     if worker is None or turn_id is None:
         raise _WorkerStopped
+    ctx = get_local_dbos_context()
+    # This execution's ownership token: a takeover gives the workflow a new one.
+    owner = None if ctx is None else ctx.owner_xid
     try:
         return trio.from_thread.run(
             worker.run_turn,
@@ -196,6 +249,7 @@ def _turn_step(
             prompt,
             turn_id,
             approvals,
+            owner,
             trio_token=worker.token,
         )
     except trio.RunFinishedError:
@@ -221,8 +275,14 @@ async def open_worker(
     database_url: str | None = None,
     concurrency: int = 100,
     executor_id: str | None = None,
+    lease: float = DEFAULT_LEASE,
 ) -> AsyncGenerator[None]:
     """Run a durable worker in this Trio run until the block exits.
+
+    The block is entered once the worker is connected and has written its first
+    heartbeat. The worker heartbeats every ``lease / 3`` seconds; when another
+    worker's heartbeat is older than that worker's lease, this one takes over its
+    pending turns (:mod:`._takeover`).
 
     Args:
         agents: the agents whose turns this worker runs (by name).
@@ -231,9 +291,12 @@ async def open_worker(
         concurrency: turns in flight at most in this worker.
         executor_id: this worker's identity; a worker restarted with the same id
             resumes the turns its predecessor left unfinished (default ``local``).
+        lease: seconds this worker may go without a heartbeat before the others
+            take over its turns (default 30).
 
     Raises:
-        DurableError: bad arguments, or DBOS cannot start.
+        DurableError: bad arguments, DBOS cannot start, or the database stopped
+            being writable for a whole lease (the block is cancelled first).
     """
     global _current
     items = [agents] if isinstance(agents, Agent) else list(agents)
@@ -242,10 +305,11 @@ async def open_worker(
         raise DurableError("agents need distinct names, at least one")
     if isinstance(concurrency, bool) or concurrency < 1:
         raise DurableError(f"concurrency must be a positive integer, got {concurrency!r}")
+    lease = check_lease(lease)
     if _current is not None:
         raise DurableError("a worker already runs in this process (DBOS is one per process)")
     url = database_url or default_database_url()
-    engine_url(url)  # a clear error for a bad URL, before DBOS sees it
+    parsed = engine_url(url)  # a clear error for a bad URL, before DBOS sees it
     store = await trio.to_thread.run_sync(SqlSessionStore.connect, url)
     worker = _Worker(
         by_name, store, trio.lowlevel.current_trio_token(), trio.CapacityLimiter(concurrency)
@@ -259,10 +323,29 @@ async def open_worker(
         "notification_listener_polling_interval_sec": _POLL,
     }
     _current = worker
+    lost: DurableError | None = None
     try:
         await trio.to_thread.run_sync(_launch, config, concurrency)
         try:
-            yield
+            sqlite = parsed.database if parsed.get_backend_name() == "sqlite" else None
+            watcher = Watcher(store, DBOS.executor_id, lease, _recover, sqlite_path=sqlite or None)
+            await watcher.first_beat()
+            async with trio.open_nursery() as nursery:
+
+                async def watch() -> None:
+                    nonlocal lost
+                    try:
+                        await watcher.run()
+                    except DurableError as exc:
+                        logger.error("%s", exc)
+                        lost = exc
+                        nursery.cancel_scope.cancel(reason="the database is lost")
+
+                nursery.start_soon(watch)
+                try:
+                    yield
+                finally:
+                    nursery.cancel_scope.cancel(reason="the worker stops")
         finally:
             worker.stopping = True
             for scope in list(worker.running):
@@ -274,6 +357,15 @@ async def open_worker(
     finally:
         _current = None
         store.close()
+    if lost is not None:
+        raise lost
+
+
+def _recover(executor_id: str) -> int:
+    # DBOS's own recovery of another executor's pending workflows (what its admin
+    # server runs when a cloud executor is lost): re-enqueued, one runner each.
+    handles = DBOS._recover_pending_workflows([executor_id])  # pyright: ignore[reportPrivateUsage]
+    return len(handles)
 
 
 def _launch(config: DBOSConfig, concurrency: int) -> None:
@@ -302,13 +394,24 @@ def run_worker(
     database_url: str | None = None,
     concurrency: int = 100,
     executor_id: str | None = None,
+    lease: float = DEFAULT_LEASE,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
-    """Run a worker until interrupted (Ctrl+C, SIGTERM): ``trio.run`` around :func:`open_worker`."""
+    """Run a worker until interrupted (Ctrl+C, SIGTERM): ``trio.run`` around :func:`open_worker`.
+
+    *on_ready* is called once the worker is connected (its first heartbeat written).
+    """
 
     async def serve() -> None:
         async with open_worker(
-            agents, database_url=database_url, concurrency=concurrency, executor_id=executor_id
+            agents,
+            database_url=database_url,
+            concurrency=concurrency,
+            executor_id=executor_id,
+            lease=lease,
         ):
+            if on_ready is not None:
+                on_ready()
             await trio.sleep(math.inf)
 
     trio.run(serve)
