@@ -35,9 +35,7 @@ import attrs
 import trio
 
 from .. import (
-    AssistantMessage,
     ContentBlock,
-    ModelClient,
     PermissionDecision,
     QueryEvent,
     Session,
@@ -45,24 +43,21 @@ from .. import (
     ToolContext,
     TurnEnd,
     TurnEndReason,
-    Usage,
     _util,
 )
-from ..lowlevel import StreamItem, StreamResult
+from .._models import price_provider
+from ._client import traced_client
+from ._spans import MAX_STATUS_CHARS, Turn, attributes_of, bounded, error, trace_api, usage
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, TracerProvider
 
-try:
-    from opentelemetry import trace as _trace
-except ImportError:  # pragma: no cover - the otel extra is part of the test extra
-    _trace = None
-
 __all__ = ["ENABLED", "traced_submit"]
 
 #: Whether ``opentelemetry-api`` is installed (spans are emitted).
-ENABLED: bool = _trace is not None
+ENABLED: bool = trace_api is not None
 
+#: ``gen_ai.provider.name`` of a client whose API is not known from its ``url``.
 _PROVIDER = "anthropic"
 
 
@@ -87,24 +82,28 @@ async def traced_submit(
         conversation_id: ``gen_ai.conversation.id`` (e.g. the session id).
         tracer_provider: defaults to the global one.
     """
-    if _trace is None:  # pragma: no cover - checked in a subprocess without the API
+    if trace_api is None:  # pragma: no cover - checked in a subprocess without the API
         async with session.submit(prompt, approvals=approvals) as events:
             yield events
         return
-    tracer = _trace.get_tracer("trio_agent", tracer_provider=tracer_provider)
+    tracer = trace_api.get_tracer("trio_agent", tracer_provider=tracer_provider)
+    client, tools = session.client, session.tools
+    provider = price_provider(client) or _PROVIDER
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "invoke_agent",
-        "gen_ai.provider.name": _PROVIDER,
+        "gen_ai.provider.name": provider,
         "gen_ai.agent.name": agent_name,
         "gen_ai.request.model": session.model,
     }
     if conversation_id is not None:
         attributes["gen_ai.conversation.id"] = conversation_id
-    span = tracer.start_span(f"invoke_agent {agent_name}", attributes=attributes)
-    turn = _Turn(tracer, span)
-    client, tools = session.client, session.tools
-    session.client = _TracedClient(client, turn)
-    session.tools = [attrs.evolve(t, run=turn.wrap(t)) for t in tools]
+    span = tracer.start_span(
+        bounded(f"invoke_agent {agent_name}"),
+        attributes=attributes_of(attributes),
+    )
+    turn = Turn(tracer, span)
+    session.client = traced_client(client, turn, provider)
+    session.tools = [attrs.evolve(t, run=_traced_tool(turn, t)) for t in tools]
     try:
         async with (
             session.submit(prompt, approvals=approvals) as events,
@@ -112,130 +111,56 @@ async def traced_submit(
         ):
             yield observed
     except BaseException as exc:
-        _error(span, exc)
+        error(span, exc)
         raise
     finally:
         session.client, session.tools = client, tools
         span.end()
 
 
-@attrs.define(eq=False)
-class _Turn:
-    tracer: Any
-    span: Span
+def _traced_tool(turn: Turn, tool: Tool) -> Any:
+    """*tool*'s ``run`` under an ``execute_tool`` span, its progress as span events."""
+    run = tool.run
 
-    def child(self, name: str, attributes: Mapping[str, Any]) -> Span:
-        assert _trace is not None
-        parent = _trace.set_span_in_context(self.span)
-        return self.tracer.start_span(name, context=parent, attributes=dict(attributes))
-
-    def wrap(self, tool: Tool) -> Any:
-        run = tool.run
-
-        async def traced(input: Mapping[str, Any], ctx: ToolContext) -> Any:
-            span = self.child(
-                f"execute_tool {tool.name}",
-                {
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": tool.name,
-                    "gen_ai.tool.call.id": ctx.tool_use_id,
-                    "gen_ai.tool.type": "function",
-                },
-            )
-
-            def report(data: Any) -> None:
-                span.add_event("gen_ai.tool.progress", {"trio_agent.progress": repr(data)[:1000]})
-                ctx.progress(data)
-
-            traced_ctx = ToolContext(ctx.tool_use_id, ctx.tool_name, ctx.context, report=report)
-            try:
-                value = await run(input, traced_ctx)
-            except BaseException as exc:
-                _error(span, exc)
-                raise
-            finally:
-                span.end()
-            return value
-
-        return traced
-
-
-def _error(span: Span, exc: BaseException) -> None:
-    assert _trace is not None
-    if isinstance(exc, trio.Cancelled):
-        span.set_attribute("error.type", "cancelled")
-        span.add_event("cancelled", {"trio_agent.abort_reason": str(exc.reason or "")})
-        span.set_status(_trace.Status(_trace.StatusCode.ERROR, "cancelled"))
-        return
-    span.set_attribute("error.type", type(exc).__qualname__)
-    span.set_status(_trace.Status(_trace.StatusCode.ERROR, str(exc)[:500]))
-    if isinstance(exc, Exception):
-        span.record_exception(exc)
-
-
-@attrs.define(eq=False)
-class _TracedClient:
-    inner: ModelClient
-    turn: _Turn
-
-    def stream(
-        self, **kwargs: Any
-    ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]:
-        return _chat(self.inner, kwargs, self.turn)
-
-
-@trio.as_safe_channel
-async def _chat(
-    inner: ModelClient, kwargs: dict[str, Any], turn: _Turn
-) -> AsyncGenerator[StreamItem]:
-    model = str(kwargs.get("model", ""))
-    span = turn.child(
-        f"chat {model}",
-        {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": _PROVIDER,
-            "gen_ai.request.model": model,
-            "gen_ai.request.max_tokens": int(kwargs.get("max_tokens", 0)),
-        },
-    )
-    try:
-        async with inner.stream(**kwargs) as items:
-            async for item in items:
-                if isinstance(item, StreamResult):
-                    _answer(span, item.message)
-                yield item
-    except BaseException as exc:
-        _error(span, exc)
-        raise
-    finally:
-        span.end()
-
-
-def _answer(span: Span, message: AssistantMessage) -> None:
-    span.set_attribute("gen_ai.response.id", message.id)
-    span.set_attribute("gen_ai.response.model", message.model)
-    if message.stop_reason is not None:
-        span.set_attribute("gen_ai.response.finish_reasons", [message.stop_reason])
-    _usage(span, message.usage)
-
-
-def _usage(span: Span, usage: Usage) -> None:
-    # The GenAI conventions' names; the cache counts only when the API sent them.
-    span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-    span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
-    if usage.cache_creation_input_tokens is not None:
-        span.set_attribute(
-            "gen_ai.usage.cache_creation.input_tokens", usage.cache_creation_input_tokens
+    async def traced(input: Mapping[str, Any], ctx: ToolContext) -> Any:
+        span = turn.child(
+            f"execute_tool {tool.name}",
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": tool.name,
+                "gen_ai.tool.call.id": ctx.tool_use_id,
+                "gen_ai.tool.type": "function",
+            },
         )
-    if usage.cache_read_input_tokens is not None:
-        span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cache_read_input_tokens)
-    if usage.cost_usd is not None:  # the turn's (the loop prices each call)
-        span.set_attribute("trio_agent.usage.cost_usd", usage.cost_usd)
+
+        def report(data: Any) -> None:
+            span.add_event("gen_ai.tool.progress", {"trio_agent.progress": _repr(data)})
+            ctx.progress(data)
+
+        traced_ctx = ToolContext(ctx.tool_use_id, ctx.tool_name, ctx.context, report=report)
+        try:
+            value = await run(input, traced_ctx)
+        except BaseException as exc:
+            error(span, exc)
+            raise
+        finally:
+            span.end()
+        return value
+
+    return traced
+
+
+def _repr(data: object) -> str:
+    try:
+        text = repr(data)
+    except Exception:
+        text = f"<unprintable {type(data).__qualname__}>"
+    return bounded(text, 1000)
 
 
 @trio.as_safe_channel
 async def _observed(
-    events: trio.abc.ReceiveChannel[QueryEvent], turn: _Turn
+    events: trio.abc.ReceiveChannel[QueryEvent], turn: Turn
 ) -> AsyncGenerator[QueryEvent]:
     async for event in events:
         if isinstance(event, TurnEnd):
@@ -244,17 +169,19 @@ async def _observed(
 
 
 def _turn_end(span: Span, end: TurnEnd) -> None:
-    assert _trace is not None
-    _usage(span, end.usage)
+    assert trace_api is not None
+    usage(span, end.usage)
     span.set_attribute("trio_agent.turn.end_reason", str(end.reason))
     span.set_attribute("trio_agent.turn.model_calls", end.turns)
     if end.reason in (TurnEndReason.COMPLETED, TurnEndReason.MAX_TURNS):
         return
     if end.abort_reason is not None:
-        span.add_event("aborted", {"trio_agent.abort_reason": str(end.abort_reason)})
-    description = end.message or (repr(end.error) if end.error is not None else str(end.reason))
+        span.add_event("aborted", {"trio_agent.abort_reason": bounded(str(end.abort_reason))})
+    description = end.message or (_repr(end.error) if end.error is not None else str(end.reason))
     span.set_attribute("error.type", str(end.reason))
-    span.set_status(_trace.Status(_trace.StatusCode.ERROR, description[:500]))
+    span.set_status(
+        trace_api.Status(trace_api.StatusCode.ERROR, bounded(description, MAX_STATUS_CHARS))
+    )
 
 
 _util.fixup_module_metadata(__name__, globals())
