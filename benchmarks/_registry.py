@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from . import _durable, _e2e, _micro, _micro2, _pipeline, _rule_decision, _scale, _storm
+from . import _caching, _durable, _e2e, _micro, _micro2, _pipeline, _rule_decision, _scale, _storm
 from ._config import Benchmark
 from ._scenarios import SCENARIOS
 
@@ -70,6 +70,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "rule_decision",
         "PermissionRules.decide on a 1 KiB, 64 KiB and depth-200 Bash command",
         _rule_decision.bench_rule_decision,
+    ),
+    Benchmark(
+        "caching",
+        "20-call tool loop: cost with prompt caching on vs off, request-build CPU",
+        _caching.bench_caching,
     ),
     *(
         Benchmark(f"e2e.{s.name}", s.description, _e2e.bench_scenario(s))

@@ -257,6 +257,6 @@ class TurnOptions:
     )
     """Request fields trio_agent does not model (``temperature``, ``thinking``...), sent as they are."""
     cache: Literal["5m", "1h"] | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.in_(("5m", "1h")))
+        default="5m", validator=attrs.validators.optional(attrs.validators.in_(("5m", "1h")))
     )
     """Prompt caching: breakpoints at the end of the tools, the system prompt and the conversation, entries living ``"5m"`` or ``"1h"`` (None: none; OpenAI caches on its own)."""

@@ -99,7 +99,8 @@ async def test_deferred_call_waits_then_runs_when_allowed(
         model.client(),
         tools(ran),
         model="m",
-        options=TurnOptions(can_use_tool=ask_later_for_bash),
+        # No prompt-cache marks: the request is compared with the history as it is.
+        options=TurnOptions(can_use_tool=ask_later_for_bash, cache=None),
         transcript_path=path,
     )
     events = await drain(session, "go")

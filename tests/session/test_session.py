@@ -23,6 +23,7 @@ from trio_agent import (
     ToolUseBlock,
     TurnEnd,
     TurnEndReason,
+    TurnOptions,
     Usage,
     UserMessage,
     read_transcript,
@@ -73,6 +74,11 @@ def read(i: str, **input: Any) -> ToolUseBlock:
     return ToolUseBlock(i, "Read", {"path": i, **input})
 
 
+#: For the tests that compare a request with the history byte for byte: no prompt-cache
+#: marks (tests/caching tests those).
+UNMARKED = TurnOptions(cache=None)
+
+
 def session_for(model: ScriptedModel, log: Log | None = None, **kw: Any) -> Session:
     return Session(model.client(), make_tools(log or Log()), model="m", **kw)
 
@@ -92,7 +98,7 @@ async def test_two_iteration_turn_history_usage_transcript(
             answer(TextBlock("Hi again."), output_tokens=2),
         ]
     )
-    session = session_for(model, transcript_path=path, system="Be brief.")
+    session = session_for(model, transcript_path=path, system="Be brief.", options=UNMARKED)
     events = await drain(session, "Check a and b.")
     end = events[-1]
     assert isinstance(end, TurnEnd)
@@ -324,7 +330,7 @@ async def test_resume_after_a_crash_mid_turn(
     assert before.repaired_tool_use_ids == ("a", "b")
 
     model2 = ScriptedModel([answer(TextBlock("Resumed."))])
-    resumed = Session.resume(crashed, model2.client(), make_tools(Log()))
+    resumed = Session.resume(crashed, model2.client(), make_tools(Log()), options=UNMARKED)
     assert (resumed.model, resumed.system) == ("m", "sys")
     check_history(resumed.messages, strict=True)
     assert [type(m) for m in resumed.messages] == [UserMessage, AssistantMessage, UserMessage]
@@ -385,7 +391,7 @@ async def test_resume_from_a_crash_at_any_byte(
         crashed = tmp_path / f"crash-{cut}.jsonl"
         crashed.write_bytes(data[:cut])
         replies = ScriptedModel([answer(TextBlock("ok"), timing=Timing())])
-        resumed = Session.resume(crashed, replies.client(), make_tools(Log()))
+        resumed = Session.resume(crashed, replies.client(), make_tools(Log()), options=UNMARKED)
         check_history(resumed.messages, strict=True)
         # what survived is what was written, up to the cut (plus synthetic results)
         kept = [m for m in resumed.messages if isinstance(m, AssistantMessage)]

@@ -212,7 +212,8 @@ async def test_capped_results_are_the_same_in_history_transcript_and_request(
         [tool],
         model="m",
         transcript_path=path,
-        options=TurnOptions(max_result_chars=session_cap),
+        # No prompt-cache marks: the request is compared with the history as it is.
+        options=TurnOptions(max_result_chars=session_cap, cache=None),
     )
     with LeakCheck(models=[scripted], processes=False, fds=False):
         await drain(session, "go")
