@@ -142,11 +142,11 @@ def test_a_garbled_record_is_an_error_naming_its_line_or_reads_back_valid(
         (2, lambda m: m.__setitem__("content", {"a": 1}), "content must be"),
         (4, lambda m: m["content"][0].__setitem__("tool_use_id", "zz"), "answers no tool_use"),
         (
-            5,
+            3,
             lambda m: m["content"].append(
                 {"type": "tool_use", "id": "t1", "name": "R", "input": {}}
             ),
-            "'t1' is used twice",
+            "'t1' is used twice in one turn",
         ),
     ],
 )

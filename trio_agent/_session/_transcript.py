@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, final
 
 import attrs
@@ -43,6 +43,7 @@ from .._messages import (
     Message,
     TextBlock,
     ToolResultBlock,
+    ToolUseBlock,
     UserMessage,
     json_depth,
     message_from_api,
@@ -243,14 +244,31 @@ def _history(record: Mapping[str, Any], lineno: int, raw: bytes) -> list[Message
     return out
 
 
-def _check_pairing(messages: Sequence[Message], lines: Sequence[int]) -> None:
-    """What no crash can do and :func:`repair_history` cannot mend, named by line: a
-    tool_use id used twice, a tool_result answering no tool_use of the assistant
-    turn just before it (or answering one twice), a history starting with an answer."""
-    seen: set[str] = set()
+def _check_pairing(messages: Sequence[Message], lines: Sequence[int]) -> list[Message]:
+    """Check how tool calls pair up, and make their ids unique.
+
+    An error (:class:`TranscriptError`, naming the line) is what no crash can do and
+    :func:`repair_history` cannot mend: a tool_use id used twice in one assistant
+    turn (its results could not be told apart), a tool_result answering no tool_use
+    of the assistant turn just before it (or answering one twice), a history
+    starting with an answer.
+
+    A server that repeats a tool_use id in a later turn (some reuse ``call_0`` every
+    turn) is no error: each use is paired with the results just after it, which is
+    unambiguous, and the session wrote it so. The Messages API wants the ids of a
+    request unique, so every turn but the last to use an id gets a new one
+    (``t1_2``), in its tool_use and its results; the last keeps it, as do calls
+    awaiting approval, which belong to the last message.
+
+    Returns:
+        *messages*, with the repeated ids renamed.
+    """
+    turn_of: list[int] = []  # the assistant turn of each message (a user one: the one before)
+    uses: dict[str, list[int]] = {}  # each id's turns, in order
     asked: set[str] = set()  # the tool_use ids of the assistant turn just before
     answered: set[str] = set()
     asked_at = 0  # the line of that turn's first answer
+    turn = -1
     previous: str | None = None
     for message, lineno in zip(messages, lines, strict=True):
         if isinstance(message, AssistantMessage):
@@ -258,11 +276,14 @@ def _check_pairing(messages: Sequence[Message], lines: Sequence[int]) -> None:
                 raise TranscriptError(f"line {lineno}: the history starts with an answer")
             if previous != "assistant":
                 asked, answered, asked_at = set[str](), set[str](), lineno
+                turn += 1
             for use in message.tool_uses:
-                if use.id in seen:
-                    raise TranscriptError(f"line {lineno}: tool_use id {use.id!r} is used twice")
-                seen.add(use.id)
+                if use.id in asked:
+                    raise TranscriptError(
+                        f"line {lineno}: tool_use id {use.id!r} is used twice in one turn"
+                    )
                 asked.add(use.id)
+                uses.setdefault(use.id, []).append(turn)
         else:
             for result in message.tool_results:
                 tid = result.tool_use_id
@@ -272,14 +293,46 @@ def _check_pairing(messages: Sequence[Message], lines: Sequence[int]) -> None:
                         f"of the answer before it (line {asked_at})"
                     )
                 answered.add(tid)
+        turn_of.append(turn)
         previous = message.role
+    taken = set(uses)
+    renamed: dict[tuple[int, str], str] = {}
+    for tid, turns in uses.items():
+        for t in turns[:-1]:
+            n = 2
+            while f"{tid}_{n}" in taken:
+                n += 1
+            renamed[t, tid] = f"{tid}_{n}"
+            taken.add(f"{tid}_{n}")
+    if not renamed:
+        return list(messages)
+    return [
+        _renamed(m, lambda tid, t=t: renamed.get((t, tid), tid))
+        for m, t in zip(messages, turn_of, strict=True)
+    ]
+
+
+def _renamed(message: Message, new_id: Callable[[str], str]) -> Message:
+    """*message* with its tool_use ids (or its tool_results' ids) mapped by *new_id*."""
+    if isinstance(message.content, str):
+        return message
+    blocks: list[ContentBlock] = []
+    for block in message.content:
+        if isinstance(block, ToolUseBlock) and new_id(block.id) != block.id:
+            block = attrs.evolve(block, id=new_id(block.id))
+        elif isinstance(block, ToolResultBlock) and new_id(block.tool_use_id) != block.tool_use_id:
+            block = attrs.evolve(block, tool_use_id=new_id(block.tool_use_id))
+        blocks.append(block)
+    return attrs.evolve(message, content=tuple(blocks))
 
 
 def read_transcript(path: str | os.PathLike[str]) -> Transcript:
     """Read a transcript file back into a valid history.
 
     A last line without its newline (a crash mid-write) is dropped; blank lines
-    and lines of unknown ``type`` are skipped (forward compatibility).
+    and lines of unknown ``type`` are skipped (forward compatibility). A tool_use
+    id that a server repeated in a later turn is renamed in the earlier turns
+    (``t1`` -> ``t1_2``, with its results), so the ids sent to the API are unique.
 
     Raises:
         TranscriptError: a line other than the last is not a valid record (the
@@ -330,7 +383,7 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
                 pending = PendingApprovals.from_api(record.get("pending"))
             except TranscriptError as exc:
                 raise TranscriptError(f"line {lineno}: {exc}") from exc
-    _check_pairing(messages, lines)
+    messages = _check_pairing(messages, lines)
     held: list[Message] = []
     if pending is not None and messages and pending.belongs_to(messages[-1]):
         held = [messages.pop()]  # its calls wait for approval: not repaired
