@@ -20,7 +20,7 @@ import trio
 
 from .._exceptions import TrioAgentError
 from .._loop import BlockFinished, TurnEnd
-from .._messages import ToolUseBlock
+from .._messages import ToolUseBlock, Usage
 from .._model import ModelClient
 from .._session import Session
 from .._tools import Tool
@@ -252,18 +252,22 @@ def report_turn(
     err: IO[str],
     *,
     as_json: bool,
+    usage: Usage,
     attempts: int = 1,
 ) -> None:
-    """After a turn: a summary line on *out* (unless JSON), the error on *err*."""
+    """After a turn: a summary line on *out* (unless JSON), the error on *err*.
+
+    *usage* is this command's: a continued transcript's earlier turns are not
+    this run's (``session.usage`` counts them too).
+    """
     if not as_json:
-        usage = session.usage
         parts = [
             str(end.reason),
             f"{end.turns} model call{'s' if end.turns != 1 else ''}",
             f"{usage.input_tokens} in / {usage.output_tokens} out tokens",
         ]
-        # The session's cost at the published prices; unknown (None) is left out.
-        cost = session.cost
+        # The cost at the published prices; unknown (None) is left out.
+        cost = usage.cost_usd
         if cost is not None and round(cost, 4) > 0:  # no "$0.0000" noise
             parts.append(f"${cost:.4f}")
         if recorder.tools:
@@ -327,6 +331,7 @@ async def run_prompt(
             cast("IO[str]", stream),
             errors,
             as_json=args.json,
+            usage=end.usage,
             attempts=retries.attempts,
         )
     if ctrl_c.pressed:

@@ -27,6 +27,7 @@ from typing import IO, Any, cast, final
 import attrs
 import trio
 
+from .._messages import Usage
 from .._model import ModelClient
 from .._tools import Tool
 from ._agent import (
@@ -233,6 +234,7 @@ async def _chat(
     ask = Asker(stream, errors, read_answer, show_calls=not args.json)
     session = make_session(args, client, recorder, errors, extra_tools, ask=ask)
     errors.write("trio-agent chat: type a prompt; /help lists the commands, /exit leaves\n")
+    used = Usage(cost_usd=0.0)  # this chat's, not a continued transcript's
     try:
         with RetryReporter(errors) as retries:
             async with open_ctrl_c(errors) as ctrl_c, trio.open_nursery() as nursery:
@@ -266,6 +268,7 @@ async def _chat(
                         session, prompt, recorder, ctrl_c, stream, as_json=args.json
                     )
                     if end is not None:
+                        used = used + end.usage
                         report_turn(
                             end,
                             session,
@@ -273,6 +276,7 @@ async def _chat(
                             cast("IO[str]", stream),
                             errors,
                             as_json=args.json,
+                            usage=used,
                             attempts=retries.attempts,
                         )
                 nursery.cancel_scope.cancel()

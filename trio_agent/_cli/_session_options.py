@@ -11,6 +11,7 @@ conversation appended to a file.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from collections.abc import Sequence
 from typing import IO, Any, Final
@@ -144,6 +145,24 @@ def permission_rules(args: argparse.Namespace, ask: Any) -> PermissionRules:
     return PermissionRules(allow=allow, ask=ask_rules, deny=deny, ask_callback=ask)
 
 
+#: The record types of a transcript's lines (``trio_agent/_session/_transcript.py``).
+_RECORD_TYPES: Final = frozenset({"header", "user", "assistant", "history", "pending"})
+
+
+def _looks_like_a_transcript(path: str) -> bool:
+    """Whether *path*'s first line is a transcript record (a JSON object with a
+    record ``type``): else it is some other file, never to be written to. A
+    transcript that is corrupt further on still looks like one (and reading it
+    says where it is corrupt)."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(1 << 20)
+        record = json.loads(first)
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(record, dict) and record.get("type") in _RECORD_TYPES
+
+
 def open_session(
     args: argparse.Namespace,
     client: Any,
@@ -184,6 +203,8 @@ def open_session(
             transcript_path=path,
             **common,
         )
+    if not _looks_like_a_transcript(path):
+        raise CommandError(f"{path} is not a trio-agent transcript; it was left untouched")
     if not (args.resume or args.continue_):
         raise CommandError(
             f"{path} already holds a conversation\n"
