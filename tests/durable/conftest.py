@@ -83,6 +83,7 @@ class Workers:
         executor_id: str = "w1",
         concurrency: int = 8,
         app: str = "durable_app:agent",
+        lease: float | None = None,
     ):
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
@@ -94,6 +95,8 @@ class Workers:
         argv = [sys.executable, "-c", code, "worker", "--app", app]
         argv += ["--database-url", database_url, "--concurrency", str(concurrency)]
         argv += ["--executor-id", executor_id]
+        if lease is not None:
+            argv += ["--lease", str(lease)]
         path = self.directory / f"worker-{executor_id}-{len(self.procs)}.log"
         with open(path, "wb") as log:
             proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)

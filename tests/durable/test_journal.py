@@ -43,6 +43,7 @@ def tools(world: World) -> list[Tool]:
         return f"effect {input['n']}"
 
     async def block(input: Mapping[str, Any], ctx: ToolContext) -> str:
+        world.keys.append(idempotency_key(ctx))
         world.block_started.set()
         if world.block_forever:
             await trio.sleep_forever()
@@ -65,6 +66,7 @@ async def run_turn(
     store: SqlSessionStore, model: ScriptedModel, world: World
 ) -> tuple[TurnEnd | None, TurnJournal]:
     journal = await TurnJournal.open(store, "turn-1")
+    journal.bind()
     session = Session(journal.client(client(model)), journal.tools(tools(world)), model="m")
     end = None
     async with session.submit("go") as events:
@@ -84,6 +86,7 @@ async def crash_when(
         async with trio.open_nursery() as nursery:
 
             async def turn() -> None:
+                journal.bind()
                 async with session.submit("go") as events:
                     async for _ in events:
                         pass
@@ -152,6 +155,19 @@ async def test_a_cut_answer_asked_again_still_finds_the_recorded_tool(
     assert journal.replayed_tools == 1
     assert world.effects == ["toolu_a"]
     assert end.messages[2].tool_results[0].tool_use_id == "toolu_z"
+    # Block was cut (it never returned) and ran again under the new id toolu_y:
+    # its idempotency key is the same both times, and is not made of the ids.
+    effect_seen, first_key, second_key = world.keys
+    assert effect_seen == "turn-1/" + effect_key()  # the effect ran once, before the cut
+    assert first_key == second_key
+    assert first_key.startswith("turn-1/tool/0/Block/")
+    assert "toolu" not in first_key
+
+
+def effect_key() -> str:
+    from trio_agent.durable._journal import _call_key  # pyright: ignore[reportPrivateUsage]
+
+    return _call_key(0, "Effect", {"n": 1}, 0)
 
 
 async def test_outside_a_durable_turn_the_key_is_the_tool_use_id(tmp_path: pathlib.Path) -> None:

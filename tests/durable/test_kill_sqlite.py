@@ -52,7 +52,8 @@ async def test_kill9_mid_turn_then_restart_resumes_without_rerunning_recorded_to
         lines = (tmp_path / f"effect-{session}").read_text().splitlines()
         assert len(lines) == 1
         tool_use_id, key, loop = lines[0].split()
-        assert key == f"{summary.turn_id}/{tool_use_id}"
+        assert key.startswith(f"{summary.turn_id}/tool/0/effect/")  # not the tool_use_id
+        assert tool_use_id not in key
         loops.add(loop)
         assert len(_gates(tmp_path, session)) == 2
     # Every turn of the first worker ran on its one Trio loop.

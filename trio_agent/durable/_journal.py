@@ -32,6 +32,10 @@ from ._store import SqlSessionStore
 __all__ = ["TurnJournal", "current_turn_id", "idempotency_key"]
 
 _TURN_ID: contextvars.ContextVar[str] = contextvars.ContextVar("trio_agent_durable_turn_id")
+# tool_use_id -> the call's journal key, for the running turn's tools.
+_CALL_KEYS: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
+    "trio_agent_durable_call_keys"
+)
 
 
 def current_turn_id() -> str | None:
@@ -42,12 +46,24 @@ def current_turn_id() -> str | None:
 def idempotency_key(ctx: ToolContext) -> str:
     """A key for a tool's external side effect: the same across re-runs of the call.
 
-    Inside a durable turn it is ``<turn id>/<tool_use_id>``; pass it to services
-    that deduplicate requests (an ``Idempotency-Key`` header) so that a call re-run
+    Inside a durable turn it is ``<turn id>/tool/<model call>/<tool name>/<input
+    digest>/<rank>``: the *n*-th model call of the turn, the tool's name, a digest
+    of its input and its rank among identical calls of that answer, the journal's
+    key of the call. It does not depend on the ``tool_use_id``, so it stays the same
+    when a call is cut while its answer was still streaming and the model, asked
+    again after the crash, makes the same call under another id. It changes only
+    when the re-asked model makes another call (another tool, another input, or
+    the same call a different number of times before it). Pass it to services that
+    deduplicate requests (an ``Idempotency-Key`` header) so that a call re-run
     after a crash (its result was not recorded) does not act twice.
+
+    Outside a durable turn it is ``ctx.tool_use_id``.
     """
     turn = current_turn_id()
-    return ctx.tool_use_id if turn is None else f"{turn}/{ctx.tool_use_id}"
+    if turn is None:
+        return ctx.tool_use_id
+    key = _CALL_KEYS.get({}).get(ctx.tool_use_id)
+    return f"{turn}/{ctx.tool_use_id}" if key is None else f"{turn}/{key}"
 
 
 def _call_key(call: int, name: str, input: Mapping[str, Any], rank: int) -> str:
@@ -84,6 +100,13 @@ class TurnJournal:
     calls: int = 0
     replayed_tools: int = 0
     _ranks: Counter[str] = attrs.field(factory=Counter[str])
+    _keys: dict[str, str] = attrs.field(factory=dict[str, str])
+
+    def bind(self) -> None:
+        """Make this the calling task's turn (its tools inherit it): :func:`current_turn_id`
+        and :func:`idempotency_key` answer from it."""
+        _TURN_ID.set(self.turn_id)
+        _CALL_KEYS.set(self._keys)
 
     @classmethod
     async def open(cls, store: SqlSessionStore, turn_id: str) -> TurnJournal:
@@ -110,6 +133,7 @@ class TurnJournal:
             rank = self._ranks[base]
             self._ranks[base] += 1
             key = f"{base}/{rank}"
+            self._keys[ctx.tool_use_id] = key
             if key in self.recorded:
                 self.replayed_tools += 1
                 return _decode(self.recorded[key])

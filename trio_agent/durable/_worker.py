@@ -30,7 +30,7 @@ from ..otel import traced_submit
 from ._agent import Agent
 from ._approvals import approvals_from_json
 from ._errors import DurableError
-from ._journal import _TURN_ID, TurnJournal  # pyright: ignore[reportPrivateUsage]
+from ._journal import TurnJournal
 from ._store import FencedError, SqlSessionStore, engine_url
 from ._takeover import DEFAULT_LEASE, Watcher, check_lease
 
@@ -134,7 +134,7 @@ class _Worker:
             pending=pending,
             transcript_path=None,
         )
-        _TURN_ID.set(turn_id)  # this task's context: its tools inherit it
+        journal.bind()  # this task's context: its tools inherit the turn
         end: TurnEnd | None = None
         raised: BaseException | None = None
         try:
