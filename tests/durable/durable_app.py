@@ -2,7 +2,7 @@
 
 Not a test module: a worker imports it. Each turn: the model calls ``effect``
 (appends one line to ``effect-<session>`` in ``$DURABLE_TEST_DIR``: the side effect
-the tests count), then ``gate`` (marks ``gate-<session>-<pid>`` and, while the file
+the tests count; a prompt with "boom" makes it raise :class:`Boom`, a BaseException), then ``gate`` (marks ``gate-<session>-<pid>`` and, while the file
 ``hold`` exists, waits: the worker is killed there), then answers with text.
 The model is the tests' loopback scripted model at ``$DURABLE_TEST_MODEL_URL``.
 """
@@ -22,8 +22,14 @@ DIR = pathlib.Path(os.environ.get("DURABLE_TEST_DIR", "."))
 SCHEMA = {"type": "object", "properties": {"note": {"type": "string"}}}
 
 
+class Boom(BaseException):
+    """A tool's own BaseException (not an Exception): a prompt with "boom" raises it."""
+
+
 def build(session_id: str) -> trio_agent.Session:
     async def effect(input, ctx):
+        if "boom" in input.get("note", ""):
+            raise Boom("the tool blew up")
         with open(DIR / f"effect-{session_id}", "a") as f:
             # The worker's one Trio loop: its root task, whichever turn this is.
             loop = f"{os.getpid()}:{id(trio.lowlevel.current_root_task())}"

@@ -101,4 +101,6 @@ async def test_a_worker_killed_for_good_has_its_turns_taken_over(
     assert pids.count(doomed.pid) == CONCURRENCY
     logs = workers.logs()
     assert "took over worker doomed" in logs, logs
-    print(f"{backend}: all {sessions} sessions done {took:.1f} s after the kill (lease {LEASE:g} s)")
+    print(
+        f"{backend}: all {sessions} sessions done {took:.1f} s after the kill (lease {LEASE:g} s)"
+    )
