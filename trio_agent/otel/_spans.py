@@ -136,18 +136,18 @@ def error(span: Span, exc: BaseException) -> None:
                 "exception.type": kind,
                 "exception.message": bounded(message),
                 "exception.stacktrace": bounded(
-                    _stacktrace(exc), MAX_STACKTRACE_CHARS, keep_end=True
+                    _stacktrace(exc, kind, message), MAX_STACKTRACE_CHARS, keep_end=True
                 ),
                 "exception.escaped": True,
             },
         )
 
 
-def _stacktrace(exc: BaseException) -> str:
-    try:
-        return "".join(traceback.format_exception(exc))
-    except Exception:  # pragma: no cover - traceback prints what it cannot render
-        return type(exc).__qualname__
+def _stacktrace(exc: BaseException, kind: str, message: str) -> str:
+    # The frames, then the message cut on its own: traceback.format_exception() would
+    # end with the whole message, and cutting that would keep only the message.
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    return f"Traceback (most recent call last):\n{frames}{kind}: {bounded(message, 1000)}\n"
 
 
 def answer(span: Span, message: AssistantMessage) -> None:
