@@ -485,6 +485,18 @@ ROWS: list[tuple[str, str, list[str]]] = [
             "tests/mcp/test_mcp_schemas.py::test_no_schema_raises_or_fetches",
         ],
     ),
+    (
+        "O1",
+        "tracing keeps the client whole: every recovery path gives the same turn traced; "
+        "10 MB messages and odd text are cut before they reach a span",
+        [
+            "tests/otel/test_otel_recovery.py::test_a_recovery_path_gives_the_same_turn_traced",
+            "tests/otel/test_otel_recovery.py::test_the_traced_client_is_the_kind_it_wraps",
+            "tests/otel/test_otel_bounds.py::test_a_tool_raising_a_10_mb_message_with_a_huge_id",
+            "tests/otel/test_otel_bounds.py::test_an_api_error_with_a_10_mb_message_ends_the_turn_bounded",
+            "tests/otel/test_otel_bounds.py::test_bounded_is_short_and_encodable",
+        ],
+    ),
     ("L", "the leak helper finds each kind of leak", ["tests/testing/test_leaks.py"]),
 ]
 
