@@ -76,7 +76,11 @@ def describe_error(
         return f"{type(exc).__name__}: {exc}"  # refused before anything was sent
     if isinstance(exc, APIStatusError):
         status = f"HTTP {exc.status_code} " if exc.status_code is not None else ""
-        return f"the API answered {status}{type(exc).__name__}{tried}: {exc}"
+        # The error's own text often starts with the status too: say it once.
+        text = str(exc)
+        if status and text.startswith(status.rstrip()):
+            text = text[len(status) :].lstrip(": ") or text
+        return f"the API answered {status}{type(exc).__name__}{tried}: {text}"
     if isinstance(exc, APIError | TrioAgentError):
         return f"{type(exc).__name__}: {exc}"
     if isinstance(exc, OSError) and exc.strerror:

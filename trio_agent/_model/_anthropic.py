@@ -27,7 +27,7 @@ from typing import Any, cast, final
 import attrs
 import httpx
 
-from .._exceptions import APIStatusError, AuthenticationError
+from .._exceptions import APIStatusError, AuthenticationError, StreamProtocolError
 from .._messages import AssistantMessage, ContentBlock, OpaqueBlock, UserMessage
 from .._retry import RetryPolicy
 from .._tools import Tool
@@ -268,14 +268,36 @@ def mark_cache_breakpoints(body: dict[str, Any], ttl: CacheTTL) -> None:
 
 @final
 class _MessagesDecoder:
-    """Messages API events are already canonical: decoded, never translated."""
+    """Messages API events are already canonical: decoded, never translated.
+
+    A Messages API stream begins with ``message_start`` (after pings, or an
+    ``error``); anything else first is some other API's stream (an OpenAI server's
+    ``response.created`` or ``chat.completion.chunk``), a
+    :class:`StreamProtocolError` saying "not a Messages API stream" at once, not a
+    truncation found at its end and retried.
+    """
 
     def __init__(self, accumulator: MessageAccumulator) -> None:
         self._accumulator = accumulator
         self._decode = accumulator.decode
+        self._started = False
 
     def translate(self, data: str) -> tuple[dict[str, Any]]:
-        return (self._decode(data),)
+        if self._started:
+            return (self._decode(data),)
+        try:
+            event = self._decode(data)
+        except StreamProtocolError as exc:
+            raise StreamProtocolError(f"not a Messages API stream: {exc}") from exc
+        etype = event["type"]
+        if etype == "message_start":
+            self._started = True
+        elif etype not in ("ping", "error"):
+            raise StreamProtocolError(
+                f"not a Messages API stream: its first event is {etype!r}, not message_start "
+                "(is the base URL another API's, e.g. OpenAI's?)"
+            )
+        return (event,)
 
     def events(self) -> int:
         return self._accumulator.statistics().events
