@@ -6,6 +6,8 @@ reads results; any worker sharing the database runs them.
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Mapping
 from typing import Any, Final, cast, final
 
@@ -23,6 +25,11 @@ from ._worker import APP_NAME, APP_VERSION, QUEUE, WORKFLOW, default_database_ur
 __all__ = ["DurableClient", "TurnHandle", "TurnSummary"]
 
 _POLL: Final = 0.05
+_WATCH: Final = 1.0  # seconds between looks at the workers' heartbeats
+_DB_ATTEMPTS: Final = 5  # failed reads of the database in a row before giving up
+#: Seconds a waiting client tolerates with no worker heartbeating (the default lease, twice).
+NO_WORKER_TIMEOUT: Final = 60.0
+_ACTIVE: Final = frozenset({"PENDING", "ENQUEUED", "DELAYED"})
 _MAX_PRIORITY: Final = 2**31 - 1  # DBOS's bound
 
 
@@ -100,12 +107,47 @@ class TurnHandle:
     turn_id: str
     _client: DurableClient = attrs.field(alias="client", repr=False)
 
-    def result(self) -> TurnSummary:
+    def result(self, *, no_worker_timeout: float = NO_WORKER_TIMEOUT) -> TurnSummary:
         """Block until the turn is done; its summary.
 
+        Never waits in silence for ever: when no worker has heartbeated for
+        *no_worker_timeout* seconds (none runs, or the database went away under
+        them), or the database cannot be read several times in a row, it raises.
+
         Raises:
-            DurableError: the turn failed (the worker raised), or was cancelled.
+            DurableError: the turn failed (the worker raised), or was cancelled;
+                no worker heartbeats; the database cannot be read.
         """
+        clock = time.monotonic
+        beats: dict[str, tuple[int, float]] | None = None
+        alive_at = watched_at = clock()
+        failures = 0
+        while True:
+            try:
+                status = self.status()
+                if status not in _ACTIVE:
+                    break
+                if clock() - watched_at >= _WATCH:
+                    watched_at = clock()
+                    now = self._client.store.workers()
+                    if now != beats:  # a worker beat (or one came or went)
+                        beats, alive_at = now, watched_at
+                failures = 0
+            except DurableError as exc:
+                failures += 1
+                if failures >= _DB_ATTEMPTS:
+                    raise DurableError(
+                        f"waiting for turn {self.turn_id}: the database cannot be read"
+                        f" ({failures} attempts): {exc}"
+                    ) from exc
+                time.sleep(min(1.0, _POLL * 2**failures))
+                continue
+            if clock() - alive_at >= no_worker_timeout:
+                raise DurableError(
+                    f"turn {self.turn_id} is still {status}: no worker has heartbeated for"
+                    f" {no_worker_timeout:g} s (is one running on this database?)"
+                )
+            time.sleep(_POLL)
         try:
             handle: WorkflowHandle[Any] = self._client.dbos.retrieve_workflow(self.turn_id)
             record: Any = handle.get_result(polling_interval_sec=_POLL)
@@ -115,13 +157,23 @@ class TurnHandle:
             raise DurableError(f"turn {self.turn_id} returned {type(record).__name__}")
         return TurnSummary.from_record(cast(Mapping[str, Any], record))
 
-    async def wait(self) -> TurnSummary:
+    async def wait(self, *, no_worker_timeout: float = NO_WORKER_TIMEOUT) -> TurnSummary:
         """:meth:`result` for Trio code (in a worker thread, abandoned on cancel)."""
-        return await trio.to_thread.run_sync(self.result, abandon_on_cancel=True)
+        return await trio.to_thread.run_sync(
+            functools.partial(self.result, no_worker_timeout=no_worker_timeout),
+            abandon_on_cancel=True,
+        )
 
     def status(self) -> str:
-        """DBOS's status: ``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``..."""
-        return str(self._client.dbos.retrieve_workflow(self.turn_id).get_status().status)
+        """DBOS's status: ``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``...
+
+        Raises:
+            DurableError: the database cannot be read.
+        """
+        try:
+            return str(self._client.dbos.retrieve_workflow(self.turn_id).get_status().status)
+        except Exception as exc:
+            raise DurableError(f"cannot read the status of turn {self.turn_id}: {exc}") from exc
 
 
 @final
@@ -148,7 +200,10 @@ class DurableClient:
         engine_url(url)
         try:
             DBOS.migrate(url)
-            dbos = DBOSClient(system_database_url=url, application_name=APP_NAME)
+            # No endless retries on a lost connection: the client says so (result()).
+            dbos = DBOSClient(
+                system_database_url=url, application_name=APP_NAME, retry_connection_errors=False
+            )
         except Exception as exc:
             raise DurableError(f"cannot connect to {_safe(url)}: {exc}") from exc
         try:

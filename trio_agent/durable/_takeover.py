@@ -18,7 +18,8 @@ its record of the step for the same reason.
 
 A worker that cannot write its heartbeat for a whole lease stops with one clear
 error (:class:`~trio_agent.durable.DurableError`): its turns are then taken over by
-the others, and nothing spins.
+the others, and nothing spins. A SQLite file deleted, replaced or made read-only
+stops it at its next heartbeat (no retry brings the file back).
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ class Watcher:
             try:
                 await self._beat()
                 await self._watch()
+            except _FileLost as exc:  # not transient: stop at once
+                raise DurableError(f"worker {self.executor_id} stopped: {exc}") from None
             except DurableError as exc:
                 if failing is None:
                     logger.error("worker %s cannot use its database: %s", self.executor_id, exc)
@@ -159,11 +162,15 @@ class Watcher:
             return
         now = self._file_identity()
         if now is None:
-            raise DurableError(f"the database file {self.sqlite_path} is gone")
+            raise _FileLost(f"the database file {self.sqlite_path} is gone")
         if self._inode is not None and now != self._inode:
-            raise DurableError(f"the database file {self.sqlite_path} was replaced")
+            raise _FileLost(f"the database file {self.sqlite_path} was deleted or replaced")
         if not os.access(self.sqlite_path, os.W_OK) or not _writable_by_mode(self.sqlite_path):
-            raise DurableError(f"the database file {self.sqlite_path} is read-only")
+            raise _FileLost(f"the database file {self.sqlite_path} is read-only")
+
+
+class _FileLost(DurableError):
+    """The SQLite file was deleted, replaced or made read-only: no retry brings it back."""
 
 
 def _writable_by_mode(path: str) -> bool:

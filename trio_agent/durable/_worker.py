@@ -176,7 +176,7 @@ def _is_interrupt(exc: BaseException) -> bool:
     """A stop of the worker or the process, never to be turned into a turn's end."""
     if isinstance(exc, BaseExceptionGroup):
         group = cast(BaseExceptionGroup[BaseException], exc)
-        return group.subgroup(_is_interrupt) is not None
+        return any(_is_interrupt(e) for e in group.exceptions)
     return isinstance(exc, (*_INTERRUPTS, _WorkerStopped))
 
 
@@ -336,8 +336,7 @@ async def open_worker(
                     nonlocal lost
                     try:
                         await watcher.run()
-                    except DurableError as exc:
-                        logger.error("%s", exc)
+                    except DurableError as exc:  # raised when the block exits
                         lost = exc
                         nursery.cancel_scope.cancel(reason="the database is lost")
 
