@@ -3,7 +3,7 @@
 Not a test module: a worker imports it. Each turn: the model calls ``effect``
 (appends one line to ``effect-<session>`` in ``$DURABLE_TEST_DIR``: the side effect
 the tests count; a prompt with "boom" makes it raise :class:`Boom`, a BaseException), then ``gate`` (marks ``gate-<session>-<pid>`` and, while the file
-``hold`` exists, waits: the worker is killed there), then answers with text.
+``hold`` or ``hold-<pid>`` exists, waits: the worker is killed there), then answers with text.
 The model is the tests' loopback scripted model at ``$DURABLE_TEST_MODEL_URL``.
 """
 
@@ -38,7 +38,7 @@ def build(session_id: str) -> trio_agent.Session:
 
     async def gate(input, ctx):
         (DIR / f"gate-{session_id}-{os.getpid()}").touch()
-        while (DIR / "hold").exists():
+        while (DIR / "hold").exists() or (DIR / f"hold-{os.getpid()}").exists():
             await trio.sleep(0.02)
         return "gate open"
 

@@ -1,0 +1,60 @@
+"""A worker paused (SIGSTOP) past its lease is taken over; when it comes back, its
+commit of the turn it no longer owns is refused and logged, and the turn is
+committed once, by the worker that took it over."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from conftest import Workers  # pyright: ignore
+
+import pathlib
+import signal
+
+import trio
+
+from trio_agent.durable import DurableClient
+from trio_agent.testing import check_history
+
+LEASE = 1.0
+
+
+async def test_a_paused_worker_that_comes_back_cannot_commit_a_taken_over_turn(
+    tmp_path: pathlib.Path, workers: Workers, wait_for
+) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    client = await trio.to_thread.run_sync(lambda: DurableClient.connect(url, agent="durable-test"))
+    try:
+        (tmp_path / "hold").touch()
+        paused = workers.start(url, executor_id="paused", concurrency=1, lease=LEASE)
+        handle = client.submit("hana", "hello")
+        await wait_for(lambda: (tmp_path / f"gate-hana-{paused.pid}").exists(), "the gate", workers)
+        paused.send_signal(signal.SIGSTOP)
+        try:
+            taker = workers.start(url, executor_id="taker", concurrency=1, lease=LEASE)
+            (tmp_path / f"hold-{taker.pid}").touch()  # the taker holds the turn in its gate
+            with trio.fail_after(LEASE + 30):
+                await wait_for(
+                    lambda: (tmp_path / f"gate-hana-{taker.pid}").exists(), "the takeover", workers
+                )
+            (tmp_path / "hold").unlink()  # the paused worker's gate opens when it wakes
+        finally:
+            paused.send_signal(signal.SIGCONT)
+        with trio.fail_after(30):
+            await wait_for(lambda: "was taken over by another worker" in workers.logs(), "fence")
+        (tmp_path / f"hold-{taker.pid}").unlink()
+        with trio.fail_after(30):
+            summary = await handle.wait()
+        history = client.history("hana")
+    finally:
+        client.close()
+    assert summary.reason == "completed"
+    assert summary.replayed_tools == 1  # the effect, recorded by the paused worker
+    assert len((tmp_path / "effect-hana").read_text().splitlines()) == 1
+    check_history(history, strict=True)
+    assert len(history) == 6  # one turn, committed once
+    logs = workers.logs()
+    assert "worker paused missed its lease" in logs, logs
+    assert "took over worker paused" in logs, logs
+    assert paused.poll() is None  # back, and working on
