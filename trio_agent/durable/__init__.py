@@ -4,7 +4,8 @@ A worker (``trio-agent worker --app module:agent``) runs the turns that clients
 submit (:meth:`DurableClient.submit`); both share one database: a SQLite file (the
 embedded default) or Postgres (many workers on many machines, one queue). A turn
 is the unit of durability: a worker killed mid-turn leaves it pending, and the
-worker restarted with the same executor id re-runs it from its start, answering
+worker restarted with the same executor id (or, once the dead worker's heartbeat is
+older than its lease, a live worker) re-runs it from its start, answering
 each model call and each tool call whose result was recorded from the record
 (:mod:`._journal`). The history lives in the database (:class:`SqlSessionStore`).
 """
