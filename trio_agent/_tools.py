@@ -50,7 +50,7 @@ import trio
 
 from ._exceptions import ToolDefinitionError
 from ._messages import ContentBlock, json_depth
-from ._tool_schema import Signature, convert, signature_of
+from ._tool_schema import Signature, convert, describe_parameters, read_docstring, signature_of
 
 __all__ = ["Tool", "ToolContext", "ToolOutput", "ToolReturn", "tool"]
 
@@ -286,7 +286,9 @@ def tool(
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Build a :class:`Tool` from a function, as ``@tool`` or ``@tool(...)``.
 
-    Name and description default to the function's name and docstring. With
+    Name and description default to the function's name and docstring (dedented;
+    a Google ``Args:``, NumPy ``Parameters`` or Sphinx ``:param x:`` section
+    describes the parameters in the schema instead). With
     ``input_schema``, the function is called as ``fn(input, ctx)``; without, the
     schema is derived from its type hints (see :mod:`trio_agent._tool_schema`) and
     it is called with the input's fields as keyword arguments, plus the
@@ -303,13 +305,14 @@ def tool(
         label = getattr(fn, "__name__", None)
         if not callable(fn) or label is None:
             raise ToolDefinitionError(f"@tool needs a function, not {fn!r}")
-        doc = description if description is not None else (fn.__doc__ or "").strip()
+        documented, described = read_docstring(fn.__doc__ or "")
+        doc = description if description is not None else documented
         if not doc:
             raise ToolDefinitionError(f"tool {label!r} needs a description or docstring")
         _check_return_hint(fn, name or label)
         if input_schema is None:
             signature = signature_of(fn, ToolContext)
-            schema: Mapping[str, Any] = signature.input_schema
+            schema: Mapping[str, Any] = describe_parameters(signature.input_schema, described)
             run = _keyword_runner(fn, signature)
         else:
             schema = input_schema

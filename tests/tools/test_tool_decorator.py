@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 import threading
 from collections.abc import Mapping
-from typing import Any, Literal, Optional, TypedDict, Union
+from typing import Annotated, Any, Literal, Optional, TypedDict, Union
 
 import attrs
 import pytest
@@ -382,3 +384,109 @@ def test_bad_timeouts_are_definition_errors(bad: Any) -> None:
         async def t(a: int) -> str:
             """T."""
             return ""  # pragma: no cover - never run here
+
+
+async def _google(path: str, limit: int = 10, *, pattern: Annotated[str, "kept"] = "") -> str:
+    """Read a file.
+
+        An indented line stays indented.
+
+    Args:
+        path: The file, relative
+            to the workspace.
+        limit: How many lines.
+        pattern: Not this one: the Annotated text wins.
+
+    Returns:
+        The file's text.
+
+    Raises:
+        OSError: not for the model.
+    """
+    return ""  # pragma: no cover - never run here
+
+
+async def _numpy(path: str, limit: int = 10, *, pattern: Annotated[str, "kept"] = "") -> str:
+    """Read a file.
+
+        An indented line stays indented.
+
+    Parameters
+    ----------
+    path : str
+        The file, relative
+        to the workspace.
+    limit : int, optional
+        How many lines.
+    pattern : str
+        Not this one: the Annotated text wins.
+
+    Returns
+    -------
+    str
+        The file's text.
+    """
+    return ""  # pragma: no cover - never run here
+
+
+async def _sphinx(path: str, limit: int = 10, *, pattern: Annotated[str, "kept"] = "") -> str:
+    """Read a file.
+
+        An indented line stays indented.
+
+    :param path: The file, relative
+        to the workspace.
+    :param int limit: How many lines.
+    :param pattern: Not this one: the Annotated text wins.
+    :returns: The file's text.
+    """
+    return ""  # pragma: no cover - never run here
+
+
+@pytest.mark.parametrize("fn", [_google, _numpy, _sphinx], ids=["google", "numpy", "sphinx"])
+def test_a_docstrings_parameters_describe_the_schema(fn: Any) -> None:
+    made = trio_agent.tool(fn)
+    assert made.description == (
+        "Read a file.\n\n    An indented line stays indented.\n\nReturns: The file's text."
+    )
+    props = made.input_schema["properties"]
+    assert props["path"]["description"] == "The file, relative\nto the workspace."
+    assert props["limit"] == {"type": "integer", "description": "How many lines."}
+    assert props["pattern"]["description"] == "kept"
+    # a description given explicitly is the tool's; the parameters are still described
+    named = trio_agent.tool(description="Reads.")(fn)
+    assert named.description == "Reads."
+    assert named.input_schema == made.input_schema
+    # an explicit schema is left as it is
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    assert trio_agent.tool(input_schema=schema)(fn).input_schema == schema
+
+
+def test_a_docstring_is_dedented() -> None:
+    @trio_agent.tool
+    async def look(a: int) -> str:
+        """Look around.
+
+        Two lines
+            and an indented one.
+        """
+        return ""  # pragma: no cover - never run here
+
+    assert look.description == "Look around.\n\nTwo lines\n    and an indented one."
+    assert "description" not in look.input_schema["properties"]["a"]
+
+
+def test_a_docstring_without_sections_needs_no_parser() -> None:
+    code = (
+        "import sys, trio_agent\n"
+        "@trio_agent.tool\n"
+        "async def t(a: int) -> str:\n"
+        "    '''T.\n\n    More.\n    '''\n"
+        "assert t.description == 'T.\\n\\nMore.', t.description\n"
+        "print('griffe' in sys.modules)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "False"
