@@ -1,6 +1,11 @@
 """A worker paused (SIGSTOP) past its lease is taken over; when it comes back, its
 commit of the turn it no longer owns is refused and logged, and the turn is
-committed once, by the worker that took it over."""
+committed once, by the worker that took it over.
+
+On Postgres: on SQLite a process frozen inside a write transaction (which SIGSTOP
+may catch it in) holds the file's one write lock, and every other worker waits for
+it; SQLite is for one machine, where a paused worker is a stopped one.
+"""
 
 from __future__ import annotations
 
@@ -21,22 +26,26 @@ LEASE = 1.0
 
 
 async def test_a_paused_worker_that_comes_back_cannot_commit_a_taken_over_turn(
-    tmp_path: pathlib.Path, workers: Workers, wait_for
+    tmp_path: pathlib.Path, workers: Workers, wait_for, postgres_url: str
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    url = postgres_url
     client = await trio.to_thread.run_sync(lambda: DurableClient.connect(url, agent="durable-test"))
     try:
         (tmp_path / "hold").touch()
         paused = workers.start(url, executor_id="paused", concurrency=1, lease=LEASE)
-        handle = client.submit("hana", "hello")
-        await wait_for(lambda: (tmp_path / f"gate-hana-{paused.pid}").exists(), "the gate", workers)
+        handle = client.submit("fence-hana", "hello")
+        await wait_for(
+            lambda: (tmp_path / f"gate-fence-hana-{paused.pid}").exists(), "the gate", workers
+        )
         paused.send_signal(signal.SIGSTOP)
         try:
             taker = workers.start(url, executor_id="taker", concurrency=1, lease=LEASE)
             (tmp_path / f"hold-{taker.pid}").touch()  # the taker holds the turn in its gate
             with trio.fail_after(LEASE + 30):
                 await wait_for(
-                    lambda: (tmp_path / f"gate-hana-{taker.pid}").exists(), "the takeover", workers
+                    lambda: (tmp_path / f"gate-fence-hana-{taker.pid}").exists(),
+                    "the takeover",
+                    workers,
                 )
             (tmp_path / "hold").unlink()  # the paused worker's gate opens when it wakes
         finally:
@@ -46,12 +55,12 @@ async def test_a_paused_worker_that_comes_back_cannot_commit_a_taken_over_turn(
         (tmp_path / f"hold-{taker.pid}").unlink()
         with trio.fail_after(30):
             summary = await handle.wait()
-        history = client.history("hana")
+        history = client.history("fence-hana")
     finally:
         client.close()
     assert summary.reason == "completed"
     assert summary.replayed_tools == 1  # the effect, recorded by the paused worker
-    assert len((tmp_path / "effect-hana").read_text().splitlines()) == 1
+    assert len((tmp_path / "effect-fence-hana").read_text().splitlines()) == 1
     check_history(history, strict=True)
     assert len(history) == 6  # one turn, committed once
     logs = workers.logs()

@@ -405,6 +405,8 @@ class SqlSessionStore:
         """Remove *executor_id*'s heartbeat (only if it still is *beats*, when given):
         True if removed."""
         with _db("remove a worker's heartbeat"), self.engine.begin() as conn:
+            if self.system_schema is not None:  # a peer frozen mid-heartbeat holds the row
+                conn.execute(sa.text("SET LOCAL lock_timeout = '2s'"))
             query = _WORKERS.delete().where(_WORKERS.c.executor_id == executor_id)
             if beats is not None:
                 query = query.where(_WORKERS.c.beats == beats)

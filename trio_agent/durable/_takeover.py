@@ -132,7 +132,12 @@ class Watcher:
             # and recovering twice is harmless (DBOS re-enqueues only what is PENDING
             # and still the dead executor's).
             count = await trio.to_thread.run_sync(self.recover, peer)
-            await trio.to_thread.run_sync(self.store.forget_worker, peer, beats)
+            try:
+                await trio.to_thread.run_sync(self.store.forget_worker, peer, beats)
+            except DurableError as exc:  # its row is locked (a peer frozen mid-write)
+                logger.info(
+                    "worker %s keeps worker %s's row for now: %s", self.executor_id, peer, exc
+                )
             del self._seen[peer]
             self.taken_over.append(peer)
             logger.warning(
