@@ -2,7 +2,8 @@
 
 Not a test module: a worker imports it. Each turn: the model calls ``effect``
 (appends one line to ``effect-<session>`` in ``$DURABLE_TEST_DIR``: the side effect
-the tests count; a prompt with "boom" makes it raise :class:`Boom`, a BaseException), then ``gate`` (marks ``gate-<session>-<pid>`` and, while the file
+the tests count; a prompt with "boom" makes it raise :class:`Boom`, a BaseException), then ``gate`` (appends its idempotency key to ``gatekey-<session>``, marks
+``gate-<session>-<pid>`` and, while the file
 ``hold`` or ``hold-<pid>`` exists, waits: the worker is killed there), then answers with text.
 The model is the tests' loopback scripted model at ``$DURABLE_TEST_MODEL_URL``.
 """
@@ -37,6 +38,8 @@ def build(session_id: str) -> trio_agent.Session:
         return f"effect recorded for {session_id}"
 
     async def gate(input, ctx):
+        with open(DIR / f"gatekey-{session_id}", "a") as f:
+            f.write(f"{ctx.tool_use_id} {durable.idempotency_key(ctx)}\n")
         (DIR / f"gate-{session_id}-{os.getpid()}").touch()
         while (DIR / "hold").exists() or (DIR / f"hold-{os.getpid()}").exists():
             await trio.sleep(0.02)

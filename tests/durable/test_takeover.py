@@ -99,6 +99,16 @@ async def test_a_worker_killed_for_good_has_its_turns_taken_over(
     assert sum(s.replayed_tools for s in summaries) == CONCURRENCY
     pids = _gate_pids(tmp_path)
     assert pids.count(doomed.pid) == CONCURRENCY
+    # The doomed worker's turns held a cut tool (the gate): it ran again on a
+    # survivor with the same idempotency key.
+    cut = [s for s in session_ids if (tmp_path / f"gate-{s}-{doomed.pid}").exists()]
+    assert len(cut) == CONCURRENCY
+    for session in cut:
+        keys = [
+            line.split()[1] for line in (tmp_path / f"gatekey-{session}").read_text().splitlines()
+        ]
+        assert len(keys) == 2, keys
+        assert keys[0] == keys[1]
     logs = workers.logs()
     assert "took over worker doomed" in logs, logs
     print(
