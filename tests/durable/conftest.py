@@ -300,21 +300,98 @@ def postgres_cluster() -> type[PostgresCluster]:
     return PostgresCluster
 
 
+class Cluster:
+    """A throwaway PostgreSQL cluster (initdb + pg_ctl on a temp dir and a free port)."""
+
+    def __init__(self) -> None:
+        bindir = _postgres_bin()
+        if bindir is None:
+            if os.environ.get("TRIO_AGENT_REQUIRE_POSTGRES"):
+                pytest.fail("PostgreSQL binaries (initdb, pg_ctl) not found")
+            pytest.skip("PostgreSQL binaries (initdb, pg_ctl) not found")
+        self.bindir = bindir
+        self.directory = pathlib.Path(tempfile.mkdtemp(prefix="trio-agent-pg-"))
+        self.prefix: list[str] = []
+        if os.geteuid() == 0:
+            nobody = pwd.getpwnam("nobody")
+            os.chown(self.directory, nobody.pw_uid, nobody.pw_gid)
+            self.prefix = ["runuser", "-u", "nobody", "--"]
+        self.data = self.directory / "data"
+        self.port = _free_port()
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/trio_agent"
+        self._run(
+            str(bindir / "initdb"),
+            "-D",
+            str(self.data),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+        )
+        self.start()
+
+    def _run(self, *argv: str) -> None:
+        subprocess.run([*self.prefix, *argv], check=True, capture_output=True, cwd=self.directory)
+
+    def start(self) -> None:
+        options = (
+            f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1"
+            " -c max_connections=200"
+        )
+        self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.directory / "log"),
+            "-w",
+            "start",
+        )
+
+    def stop(self) -> None:
+        subprocess.run(
+            [
+                *self.prefix,
+                str(self.bindir / "pg_ctl"),
+                "-D",
+                str(self.data),
+                "-m",
+                "immediate",
+                "stop",
+            ],
+            capture_output=True,
+            cwd=self.directory,
+        )
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """The URL of a :class:`PostgresCluster`, stopped and removed at the end of the run.
+    """A throwaway PostgreSQL cluster for the session (see :class:`Cluster`).
 
-    Skipped only when the binaries are absent, and then not in CI
+    Run as the current user, or as ``nobody`` when that is root (Postgres refuses
+    root). Skipped only when the binaries are absent, and then not in CI
     (``TRIO_AGENT_REQUIRE_POSTGRES=1``, set by ``.ci/run``): there it fails.
     """
-    bindir = _postgres_bin()
-    if bindir is None:
-        if os.environ.get("TRIO_AGENT_REQUIRE_POSTGRES"):
-            pytest.fail("PostgreSQL binaries (initdb, pg_ctl) not found")
-        pytest.skip("PostgreSQL binaries (initdb, pg_ctl) not found")
-    cluster = PostgresCluster(bindir)
-    url = cluster.start()
+    cluster = Cluster()
     try:
-        yield url
+        yield cluster.url
     finally:
-        cluster.stop()
+        cluster.remove()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[Cluster]:
+    """A cluster of the test's own, which it may stop (the database going away)."""
+    cluster = Cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.remove()

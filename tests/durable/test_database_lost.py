@@ -17,7 +17,7 @@ import subprocess
 import pytest
 import trio
 
-from trio_agent.durable import DurableClient, DurableError
+from trio_agent.durable import DurableClient, DurableError, TurnHandle
 
 LEASE = 1.0
 
@@ -77,3 +77,25 @@ async def test_a_worker_whose_sqlite_file_goes_away_stops_with_one_clear_error(
     assert last.startswith("trio-agent: DurableError: worker doomed-db stopped: "), logs
     assert any(s in last for s in said), logs
     assert str(path) in last
+
+
+async def test_a_worker_whose_postgres_stops_exits_after_its_lease(
+    workers: Workers, wait_for, own_postgres
+) -> None:
+    url = own_postgres.url
+    client = await trio.to_thread.run_sync(lambda: DurableClient.connect(url, agent="durable-test"))
+    try:
+        proc = workers.start(url, executor_id="pg-doomed-db", lease=LEASE)
+        await wait_for(lambda: "ready" in workers.logs(), "the worker ready", workers)
+        own_postgres.stop()
+        code = await _exit_of(proc, LEASE + 30)
+        handle = TurnHandle("no-such-turn", client=client)
+        with trio.fail_after(30), pytest.raises(DurableError, match="cannot be read"):
+            await handle.wait()
+    finally:
+        await trio.to_thread.run_sync(client.close)
+    logs = workers.logs()
+    assert code == 1, logs
+    last = logs.strip().splitlines()[-1]
+    assert last.startswith("trio-agent: DurableError: worker pg-doomed-db stopped: "), logs
+    assert "has not been writable for 1 s" in last, logs

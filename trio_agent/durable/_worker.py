@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, Final, cast, final
 
@@ -371,6 +372,7 @@ def _launch(config: DBOSConfig, concurrency: int) -> None:
     try:
         DBOS(config=config)
         DBOS.launch()
+        _quiet_dbos()
         DBOS.register_queue(
             QUEUE,
             worker_concurrency=concurrency,
@@ -381,6 +383,31 @@ def _launch(config: DBOSConfig, concurrency: int) -> None:
     except Exception as exc:
         _destroy()
         raise DurableError(f"the durable engine cannot start: {exc}") from exc
+
+
+@final
+class _OncePer(logging.Filter):
+    """Lets a log line from one place through once per *seconds*: DBOS's queue thread
+    warns at every 50 ms poll while the database is unreachable."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+        self.last: dict[tuple[str, int], float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        where = (record.pathname, record.lineno)
+        now = time.monotonic()
+        if now - self.last.get(where, -math.inf) < self.seconds:
+            return False
+        self.last[where] = now
+        return True
+
+
+def _quiet_dbos() -> None:
+    for handler in logging.getLogger("dbos").handlers:
+        if not any(isinstance(f, _OncePer) for f in handler.filters):
+            handler.addFilter(_OncePer(10.0))
 
 
 def _destroy() -> None:
