@@ -11,10 +11,13 @@ whatever ends it into an exit status and one or two lines on stderr
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.metadata
+import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import trio
 
@@ -22,7 +25,7 @@ from .. import __version__
 from ._agent import add_run_command
 from ._chat import add_chat_command
 from ._demo import add_demo_command
-from ._errors import EXIT_USAGE, report_exception
+from ._errors import EXIT_BROKEN_PIPE, EXIT_USAGE, report_exception
 from ._replay import add_replay_command
 from ._stream import add_stream_command
 from ._worker import add_worker_commands
@@ -89,7 +92,45 @@ def build_parser() -> argparse.ArgumentParser:
 def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    """Run the command line; returns the exit status (see the module docstring)."""
+    """Run the command line; returns the exit status (see the module docstring).
+
+    Called as the process's command (no *argv*, *out* or *err*: the ``trio-agent``
+    script, ``python -m trio_agent._cli``), it ends the process when the command is
+    done (:func:`_exit_now`) instead of returning.
+    """
+    status = _main(argv, out, err)
+    if argv is None and out is None and err is None and not _threads_to_wait_for():
+        _exit_now(status)
+    return status
+
+
+def _threads_to_wait_for() -> bool:
+    """Whether a non-daemon thread still runs (DBOS's, a thread pool's): then the
+    interpreter's own shutdown waits for it, as it should."""
+    main = threading.main_thread()
+    return any(not t.daemon for t in threading.enumerate() if t is not main)
+
+
+def _exit_now(status: int) -> NoReturn:
+    """End the process with *status*: the ``atexit`` handlers run (logging's flush
+    among them) and the standard streams are flushed, but the interpreter's teardown
+    is skipped. Freeing its ~700 modules and ~80,000 objects one by one took 0.2-0.4 s
+    after ``run``'s final answer on a loaded 2-core machine, and ~0.1 s of
+    ``--version``; nothing of the command is left to do by then (the transcript is
+    synced and closed at the end of each turn, the tools' processes are gone)."""
+    try:
+        atexit._run_exitfuncs()  # pyright: ignore[reportPrivateUsage]
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # the reader is gone (`| head`), or closed
+                if stream is sys.stdout and status == 0:
+                    status = EXIT_BROKEN_PIPE
+        os._exit(status & 0xFF)
+
+
+def _main(argv: Sequence[str] | None, out: TextIO | None, err: TextIO | None) -> int:
     stdout: TextIO = out if out is not None else sys.stdout
     stderr: TextIO = err if err is not None else sys.stderr
     try:
