@@ -12,23 +12,14 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import importlib.metadata
 import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
-import trio
-
 from .. import __version__
-from ._agent import add_run_command
-from ._chat import add_chat_command
-from ._demo import add_demo_command
 from ._errors import EXIT_BROKEN_PIPE, EXIT_USAGE, report_exception
-from ._replay import add_replay_command
-from ._stream import add_stream_command
-from ._worker import add_worker_commands
 
 __all__ = ["build_parser", "main"]
 
@@ -58,6 +49,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _version() -> str:
+    import importlib.metadata  # ~3 ms, which only --version and --help need
+
     try:
         return importlib.metadata.version("trio-agent")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree
@@ -77,6 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="`trio-agent COMMAND --help` tells more about each command.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    # Here, not at the top: `trio-agent --version` needs none of the commands.
+    from ._agent import add_run_command
+    from ._chat import add_chat_command
+    from ._demo import add_demo_command
+    from ._replay import add_replay_command
+    from ._stream import add_stream_command
+    from ._worker import add_worker_commands
+
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", title="commands", parser_class=_Parser
     )
@@ -133,6 +134,9 @@ def _exit_now(status: int) -> NoReturn:
 def _main(argv: Sequence[str] | None, out: TextIO | None, err: TextIO | None) -> int:
     stdout: TextIO = out if out is not None else sys.stdout
     stderr: TextIO = err if err is not None else sys.stderr
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        stdout.write(f"trio-agent {_version()}\n")  # before any command is imported
+        return 0
     try:
         parser = build_parser()
         try:
@@ -145,6 +149,8 @@ def _main(argv: Sequence[str] | None, out: TextIO | None, err: TextIO | None) ->
         if getattr(args, "func", None) is not None:  # (args) -> exit status
             return int(args.func(args))
         handler: Callable[[argparse.Namespace, TextIO, TextIO], Any] = args.handler
+        import trio
+
         return int(trio.run(handler, args, stdout, stderr) or 0)
     except BaseException as exc:  # Ctrl+C, errors, groups: one or two lines, no traceback
         if isinstance(exc, SystemExit):
