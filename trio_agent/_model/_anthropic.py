@@ -4,7 +4,7 @@ Example::
 
     # reads ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) / ANTHROPIC_BASE_URL
     async with trio_agent.AnthropicClient() as client:  # one connection pool
-        async with client.stream(model="claude-sonnet-4-5", max_tokens=1024,
+        async with client.stream(model="claude-sonnet-5-5", max_tokens=1024,
                                  messages=[trio_agent.UserMessage("Hi")]) as items:
             async for item in items:
                 if isinstance(item, trio_agent.lowlevel.StreamEvent) and item.text_delta:

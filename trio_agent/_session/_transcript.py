@@ -85,7 +85,7 @@ class TranscriptWriter:
 
     Example::
 
-        writer = TranscriptWriter.open(path, model="claude-sonnet-4-5")
+        writer = TranscriptWriter.open(path, model="claude-sonnet-5-5")
         writer.append(UserMessage("hello"))
         writer.sync()
         writer.close()
