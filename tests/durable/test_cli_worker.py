@@ -143,3 +143,19 @@ def test_without_the_extra_the_install_hint_is_printed_once(command: str, hidden
     assert run.stderr.startswith("trio-agent: "), run.stderr
     assert hidden in run.stderr
     assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "inf", "nan", "soon"])
+def test_worker_lease_must_be_positive_seconds(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["worker", "--app", "durable_app:agent", "--lease", value]) == 2
+    assert "--lease" in capsys.readouterr().err
+
+
+def test_worker_help_names_the_real_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["worker", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(default: local)" in out
+    assert "--lease SECONDS" in out
+    assert "take over this one's turns (default 30)" in out
