@@ -199,11 +199,7 @@ class PostgresCluster:
                 os.chown(self.directory, nobody.pw_uid, nobody.pw_gid)
                 self._prefix = ["runuser", "-u", "nobody", "--"]
             self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
-            options = f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1"
-            options += " -c max_connections=200"
-            log = str(self.directory / "log")
-            self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", log, "-w", "start")
-            self.pids = self.processes()
+            self.start_server()
         except BaseException as exc:
             log = self.directory / "log" if self.directory is not None else None
             if log is not None and log.exists():
@@ -211,6 +207,21 @@ class PostgresCluster:
             self.stop()
             raise
         return self.url
+
+    def start_server(self) -> None:
+        """Start the server (again, after :meth:`stop_server`)."""
+        options = f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1"
+        options += " -c max_connections=200"
+        log = str(self.directory / "log")
+        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", log, "-w", "start")
+        self.pids |= self.processes()
+
+    def stop_server(self) -> None:
+        """Stop the server (``immediate``), keeping its data: the database going away."""
+        self.pids |= self.processes()
+        # If pg_ctl fails, stop() kills what is left.
+        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
+            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
 
     def _run(self, program: str, *argv: str) -> None:
         command = [*self._prefix, str(self.bindir / program), *argv]
@@ -248,9 +259,7 @@ class PostgresCluster:
             return
         self.pids |= self.processes()
         if self.pids:
-            # If pg_ctl fails, the checks below kill what is left.
-            with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
-                self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            self.stop_server()
         survivors = _wait_gone(self.pids, self.STOP_TIMEOUT)
         for pid in survivors:
             with contextlib.suppress(ProcessLookupError):
@@ -301,7 +310,13 @@ def postgres_cluster() -> type[PostgresCluster]:
 
 
 class Cluster:
-    """A throwaway PostgreSQL cluster (initdb + pg_ctl on a temp dir and a free port)."""
+    """A :class:`PostgresCluster` started for a fixture (skipped without the binaries,
+    but not in CI: ``TRIO_AGENT_REQUIRE_POSTGRES=1``, set by ``.ci/run``, fails).
+
+    :meth:`stop` stops only the server (a test's database going away) and
+    :meth:`start` starts it again; :meth:`remove` stops it and removes its directory
+    (:meth:`PostgresCluster.stop`: also at exit, and leak-checked).
+    """
 
     def __init__(self) -> None:
         bindir = _postgres_bin()
@@ -309,67 +324,19 @@ class Cluster:
             if os.environ.get("TRIO_AGENT_REQUIRE_POSTGRES"):
                 pytest.fail("PostgreSQL binaries (initdb, pg_ctl) not found")
             pytest.skip("PostgreSQL binaries (initdb, pg_ctl) not found")
-        self.bindir = bindir
-        self.directory = pathlib.Path(tempfile.mkdtemp(prefix="trio-agent-pg-"))
-        self.prefix: list[str] = []
-        if os.geteuid() == 0:
-            nobody = pwd.getpwnam("nobody")
-            os.chown(self.directory, nobody.pw_uid, nobody.pw_gid)
-            self.prefix = ["runuser", "-u", "nobody", "--"]
-        self.data = self.directory / "data"
-        self.port = _free_port()
-        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/trio_agent"
-        self._run(
-            str(bindir / "initdb"),
-            "-D",
-            str(self.data),
-            "-A",
-            "trust",
-            "-U",
-            "postgres",
-            "-E",
-            "UTF8",
-        )
-        self.start()
-
-    def _run(self, *argv: str) -> None:
-        subprocess.run([*self.prefix, *argv], check=True, capture_output=True, cwd=self.directory)
+        self.cluster = PostgresCluster(bindir)
+        self.url = self.cluster.start()
+        self.port = self.cluster.port
+        self.data = self.cluster.data
 
     def start(self) -> None:
-        options = (
-            f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1"
-            " -c max_connections=200"
-        )
-        self._run(
-            str(self.bindir / "pg_ctl"),
-            "-D",
-            str(self.data),
-            "-o",
-            options,
-            "-l",
-            str(self.directory / "log"),
-            "-w",
-            "start",
-        )
+        self.cluster.start_server()
 
     def stop(self) -> None:
-        subprocess.run(
-            [
-                *self.prefix,
-                str(self.bindir / "pg_ctl"),
-                "-D",
-                str(self.data),
-                "-m",
-                "immediate",
-                "stop",
-            ],
-            capture_output=True,
-            cwd=self.directory,
-        )
+        self.cluster.stop_server()
 
     def remove(self) -> None:
-        self.stop()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        self.cluster.stop()
 
 
 @pytest.fixture(scope="session")
