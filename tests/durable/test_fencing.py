@@ -26,9 +26,9 @@ LEASE = 1.0
 
 
 async def test_a_paused_worker_that_comes_back_cannot_commit_a_taken_over_turn(
-    tmp_path: pathlib.Path, workers: Workers, wait_for, postgres_url: str
+    tmp_path: pathlib.Path, workers: Workers, wait_for, own_postgres
 ) -> None:
-    url = postgres_url
+    url = own_postgres.url  # its own cluster: no other test's workers, dead or alive
     client = await trio.to_thread.run_sync(lambda: DurableClient.connect(url, agent="durable-test"))
     try:
         (tmp_path / "hold").touch()
@@ -50,7 +50,7 @@ async def test_a_paused_worker_that_comes_back_cannot_commit_a_taken_over_turn(
             (tmp_path / "hold").unlink()  # the paused worker's gate opens when it wakes
         finally:
             paused.send_signal(signal.SIGCONT)
-        with trio.fail_after(30):
+        with trio.fail_after(60):
             await wait_for(lambda: "was taken over by another worker" in workers.logs(), "fence")
         (tmp_path / f"hold-{taker.pid}").unlink()
         with trio.fail_after(30):
