@@ -19,14 +19,23 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any, Unpack, final
+from typing import Any, Unpack, cast, final
 
 import attrs
 import trio
 
 from .. import AssistantMessage, ContentBlock, ModelClient, Tool, ToolContext, ToolOutput
 from .._model import StreamArguments
-from ..lowlevel import StreamItem, StreamResult, StreamStatistics, block_from_api, message_from_api
+from .._retry import RetryPolicy
+from ..lowlevel import (
+    RecoverableModelClient,
+    RetryObserver,
+    StreamItem,
+    StreamResult,
+    StreamStatistics,
+    block_from_api,
+    message_from_api,
+)
 from ._store import SqlSessionStore
 
 __all__ = ["TurnJournal", "current_turn_id", "idempotency_key"]
@@ -97,7 +106,10 @@ class TurnJournal:
     store: SqlSessionStore
     turn_id: str
     recorded: dict[str, Any]
+    #: The index of the next model call (the number of answers so far).
     calls: int = 0
+    #: The index of the model call in progress (its tools' keys name it).
+    current: int = 0
     replayed_tools: int = 0
     _ranks: Counter[str] = attrs.field(factory=Counter[str])
     _keys: dict[str, str] = attrs.field(factory=dict[str, str])
@@ -120,6 +132,11 @@ class TurnJournal:
             await trio.to_thread.run_sync(self.store.record, self.turn_id, key, value)
 
     def client(self, inner: ModelClient) -> ModelClient:
+        """*inner* with each answer recorded, and answered from the record when the turn
+        runs again; of the same kind as *inner* (a :class:`RecoverableModelClient` stays
+        one, so the loop keeps its retry policy, overload counting and last resort)."""
+        if isinstance(inner, RecoverableModelClient):
+            return _JournaledRecoverableClient(inner, self)
         return _JournaledClient(inner, self)
 
     def tools(self, tools: Sequence[Tool]) -> list[Tool]:
@@ -129,7 +146,7 @@ class TurnJournal:
         run = tool.run
 
         async def journaled(input: Mapping[str, Any], ctx: ToolContext) -> Any:
-            base = _call_key(self.calls - 1, tool.name, input, 0)[: -len("/0")]
+            base = _call_key(self.current, tool.name, input, 0)[: -len("/0")]
             rank = self._ranks[base]
             self._ranks[base] += 1
             key = f"{base}/{rank}"
@@ -144,15 +161,23 @@ class TurnJournal:
         return journaled
 
     def next_call(self) -> tuple[int, AssistantMessage | None]:
-        """Start the turn's next model call: its index and its recorded answer, if any."""
-        index = self.calls
-        self.calls += 1
+        """Start the turn's next model call: its index and its recorded answer, if any.
+
+        The index moves on only past an answer: a call cut short (and retried by the
+        loop, streamed or as its last resort) leaves its index to the call that answers,
+        so a re-run replays that answer at the same place, and a tool the cut call had
+        started keeps its key in the retry."""
+        index = self.current = self.calls
         self._ranks.clear()
         data = self.recorded.get(f"model/{index}")
-        return index, None if data is None else _assistant(data)
+        if data is None:
+            return index, None
+        self.calls = index + 1
+        return index, _assistant(data)
 
     async def record_answer(self, index: int, message: AssistantMessage) -> None:
         await self._record(f"model/{index}", message.to_api())
+        self.calls = index + 1
 
 
 def _assistant(data: Mapping[str, Any]) -> AssistantMessage:
@@ -176,6 +201,39 @@ class _JournaledClient:
         return _recorded(self.inner, request, self.journal, index)
 
 
+@final
+@attrs.define(eq=False)
+class _JournaledRecoverableClient:
+    """:class:`_JournaledClient` for a :class:`RecoverableModelClient`: its ``retry``,
+    ``on_retry`` and ``create()`` go through, each answer recorded the same way."""
+
+    inner: RecoverableModelClient
+    journal: TurnJournal
+    #: The wrapped client's policy (the wrapper lives for one turn).
+    retry: RetryPolicy = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.retry = self.inner.retry
+
+    def stream(
+        self, *, on_retry: RetryObserver | None = None, **request: Unpack[StreamArguments]
+    ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]:
+        index, answer = self.journal.next_call()
+        if answer is not None:
+            return _replay(answer)
+        return _recorded(self.inner, request, self.journal, index, on_retry)
+
+    async def create(
+        self, *, on_retry: RetryObserver | None = None, **request: Unpack[StreamArguments]
+    ) -> StreamResult:
+        index, answer = self.journal.next_call()
+        if answer is not None:
+            return StreamResult(answer, ttft=None, statistics=StreamStatistics())
+        result = await self.inner.create(**request, on_retry=on_retry)
+        await self.journal.record_answer(index, result.message)
+        return result
+
+
 @trio.as_safe_channel
 async def _replay(message: AssistantMessage) -> AsyncGenerator[StreamItem]:
     for block in message.content:
@@ -185,9 +243,18 @@ async def _replay(message: AssistantMessage) -> AsyncGenerator[StreamItem]:
 
 @trio.as_safe_channel
 async def _recorded(
-    inner: ModelClient, request: StreamArguments, journal: TurnJournal, index: int
+    inner: ModelClient,
+    request: StreamArguments,
+    journal: TurnJournal,
+    index: int,
+    on_retry: RetryObserver | None = None,
 ) -> AsyncGenerator[StreamItem]:
-    async with inner.stream(**request) as items:
+    opened = (
+        inner.stream(**request)
+        if on_retry is None
+        else cast(RecoverableModelClient, inner).stream(**request, on_retry=on_retry)
+    )
+    async with opened as items:
         async for item in items:
             if isinstance(item, StreamResult):
                 await journal.record_answer(index, item.message)
