@@ -392,7 +392,7 @@ ROWS: list[tuple[str, str, list[str]]] = [
         ["tests/session/test_transcript_garbled.py"],
     ),
     (
-        "S8",
+        "S10",
         "deny rules follow what bash runs: assignments, quotes, escapes, paths, wrappers, "
         "eval / sh -c / find -exec / xargs, here-documents, substitutions; generated spellings",
         [
@@ -404,7 +404,7 @@ ROWS: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
-        "S9",
+        "S11",
         "path rules: every spelling of a rule and a path alike; Grep/Glob skip what Read may not see",
         [
             "tests/security/test_path_rules.py::test_every_spelling_of_a_rule_denies_every_spelling_of_a_path",
@@ -413,7 +413,7 @@ ROWS: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
-        "S10",
+        "S12",
         "read-only Bash runs in parallel; what the classifier calls read-only changes no file",
         [
             "tests/security/test_readonly_bash.py::test_what_is_called_read_only_changes_nothing",
