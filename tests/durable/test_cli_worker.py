@@ -159,3 +159,26 @@ def test_worker_help_names_the_real_defaults(capsys: pytest.CaptureFixture[str])
     assert "(default: local)" in out
     assert "--lease SECONDS" in out
     assert "take over this one's turns (default 30)" in out
+
+
+async def test_submit_without_a_worker_says_it_is_waiting(tmp_path: pathlib.Path) -> None:
+    """The real command, no worker anywhere: within a few seconds it says so on
+    stderr (instead of waiting in silence), and keeps waiting until stopped."""
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    argv = [sys.executable, "-m", "trio_agent._cli", "submit", "erin", "hi", "--agent", "a"]
+    process = await trio.lowlevel.open_process(
+        [*argv, "--database-url", url], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL
+    )
+    seen = b""
+    try:
+        assert process.stderr is not None
+        with trio.fail_after(60):  # a bound, not a timing: the notice comes at ~3 s
+            while b"waiting for a worker" not in seen:
+                chunk = await process.stderr.receive_some(4096)
+                assert chunk, f"submit ended without the notice: {seen!r}"
+                seen += chunk
+        assert process.poll() is None  # still waiting
+    finally:
+        process.kill()
+        await process.wait()
+    assert b"trio-agent worker" in seen

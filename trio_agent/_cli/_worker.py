@@ -126,7 +126,7 @@ def _submit_command(args: argparse.Namespace) -> int:
             if args.no_wait:
                 print(handle.turn_id)
                 return 0
-            summary = handle.result()
+            summary = handle.result(on_no_worker=_say_waiting)
         finally:
             client.close()
     except TrioAgentError as exc:
@@ -141,6 +141,14 @@ def _submit_command(args: argparse.Namespace) -> int:
         sys.stderr.write(f"trio-agent: {problem}\n")
         return 1
     return 0
+
+
+def _say_waiting() -> None:
+    sys.stderr.write(
+        "trio-agent: waiting for a worker: none is registered on this database"
+        " (start one with `trio-agent worker`)\n"
+    )
+    sys.stderr.flush()
 
 
 def summary_record(summary: Any) -> tuple[dict[str, Any], str | None]:

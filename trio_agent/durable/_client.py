@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, cast, final
 
 import attrs
@@ -29,6 +29,8 @@ _WATCH: Final = 1.0  # seconds between looks at the workers' heartbeats
 _DB_ATTEMPTS: Final = 5  # failed reads of the database in a row before giving up
 #: Seconds a waiting client tolerates with no worker heartbeating (the default lease, twice).
 NO_WORKER_TIMEOUT: Final = 60.0
+#: Seconds a waiting client lets pass before it says no worker is registered at all.
+NO_WORKER_NOTICE: Final = 3.0
 _ACTIVE: Final = frozenset({"PENDING", "ENQUEUED", "DELAYED"})
 _MAX_PRIORITY: Final = 2**31 - 1  # DBOS's bound
 
@@ -107,12 +109,20 @@ class TurnHandle:
     turn_id: str
     _client: DurableClient = attrs.field(alias="client", repr=False)
 
-    def result(self, *, no_worker_timeout: float = NO_WORKER_TIMEOUT) -> TurnSummary:
+    def result(
+        self,
+        *,
+        no_worker_timeout: float = NO_WORKER_TIMEOUT,
+        on_no_worker: Callable[[], None] | None = None,
+    ) -> TurnSummary:
         """Block until the turn is done; its summary.
 
         Never waits in silence for ever: when no worker has heartbeated for
         *no_worker_timeout* seconds (none runs, or the database went away under
         them), or the database cannot be read several times in a row, it raises.
+        *on_no_worker* is called once if, :data:`NO_WORKER_NOTICE` seconds in, no
+        worker is registered on the database at all (``submit`` says "waiting for a
+        worker" then).
 
         Raises:
             DurableError: the turn failed (the worker raised), or was cancelled;
@@ -120,7 +130,7 @@ class TurnHandle:
         """
         clock = time.monotonic
         beats: dict[str, tuple[int, float]] | None = None
-        alive_at = watched_at = clock()
+        started = alive_at = watched_at = clock()
         failures = 0
         while True:
             try:
@@ -132,6 +142,13 @@ class TurnHandle:
                     now = self._client.store.workers()
                     if now != beats:  # a worker beat (or one came or went)
                         beats, alive_at = now, watched_at
+                    if (
+                        on_no_worker is not None
+                        and not now
+                        and watched_at - started >= NO_WORKER_NOTICE
+                    ):
+                        on_no_worker()
+                        on_no_worker = None
                 failures = 0
             except DurableError as exc:
                 failures += 1
