@@ -405,17 +405,24 @@ _HOSTILE = st.one_of(
 )
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path to a value inside *value* (dict keys and list indexes)."""
-    out: list[tuple[Any, ...]] = []
+def _children(prefix: tuple[Any, ...], node: Any) -> list[tuple[tuple[Any, ...], Any]]:
     items: Iterable[tuple[Any, Any]] = ()
-    if isinstance(value, dict):
-        items = cast("dict[Any, Any]", value).items()
-    elif isinstance(value, list):
-        items = enumerate(cast("list[Any]", value))
-    for key, inner in items:
-        out.append((*prefix, key))
-        out.extend(_paths(inner, (*prefix, key)))
+    if isinstance(node, dict):
+        items = cast("dict[Any, Any]", node).items()
+    elif isinstance(node, list):
+        items = enumerate(cast("list[Any]", node))
+    return [((*prefix, key), inner) for key, inner in items]
+
+
+def _paths(value: Any) -> list[tuple[Any, ...]]:
+    """Every path to a value inside *value* (dict keys and list indexes), in pre-order;
+    iterative, so a drawing never depends on how much stack is left."""
+    out: list[tuple[Any, ...]] = []
+    stack = _children((), value)[::-1]
+    while stack:
+        path, node = stack.pop()
+        out.append(path)
+        stack.extend(_children(path, node)[::-1])
     return out
 
 
