@@ -24,7 +24,11 @@ from ._worker import APP_NAME, APP_VERSION, QUEUE, WORKFLOW, default_database_ur
 
 __all__ = ["DurableClient", "TurnHandle", "TurnSummary"]
 
-_POLL: Final = 0.05
+_POLL: Final = 0.05  # seconds between looks at a turn's status, at most
+#: The first look's delay: a wait starts polling fast, then backs off (x1.5) to _POLL,
+#: and starts again when the status changes (the turn dequeued: it may end soon).
+_POLL_FIRST: Final = 0.002
+_POLL_GROWTH: Final = 1.5
 _WATCH: Final = 1.0  # seconds between looks at the workers' heartbeats
 _DB_ATTEMPTS: Final = 5  # failed reads of the database in a row before giving up
 #: Seconds a waiting client tolerates with no worker heartbeating (the default lease, twice).
@@ -132,11 +136,18 @@ class TurnHandle:
         beats: dict[str, tuple[int, float]] | None = None
         started = alive_at = watched_at = clock()
         failures = 0
+        handle: WorkflowHandle[Any] | None = None
+        status = last = ""
+        delay = _POLL_FIRST
         while True:
             try:
-                status = self.status()
+                if handle is None:
+                    handle = self._retrieve()
+                status = self._status(handle)
                 if status not in _ACTIVE:
                     break
+                if status != last:
+                    last, delay = status, _POLL_FIRST
                 if clock() - watched_at >= _WATCH:
                     watched_at = clock()
                     now = self._client.store.workers()
@@ -164,9 +175,9 @@ class TurnHandle:
                     f"turn {self.turn_id} is still {status}: no worker has heartbeated for"
                     f" {no_worker_timeout:g} s (is one running on this database?)"
                 )
-            time.sleep(_POLL)
+            time.sleep(delay)
+            delay = min(_POLL, delay * _POLL_GROWTH)
         try:
-            handle: WorkflowHandle[Any] = self._client.dbos.retrieve_workflow(self.turn_id)
             record: Any = handle.get_result(polling_interval_sec=_POLL)
         except Exception as exc:
             raise DurableError(f"turn {self.turn_id} failed: {exc!r}") from exc
@@ -187,8 +198,18 @@ class TurnHandle:
         Raises:
             DurableError: the database cannot be read.
         """
+        return self._status(self._retrieve())
+
+    def _retrieve(self) -> WorkflowHandle[Any]:
         try:
-            return str(self._client.dbos.retrieve_workflow(self.turn_id).get_status().status)
+            return self._client.dbos.retrieve_workflow(self.turn_id)
+        except Exception as exc:
+            raise DurableError(f"cannot read the status of turn {self.turn_id}: {exc}") from exc
+
+    def _status(self, handle: WorkflowHandle[Any]) -> str:
+        # One read of the database per look (retrieving the handle is another).
+        try:
+            return str(handle.get_status().status)
         except Exception as exc:
             raise DurableError(f"cannot read the status of turn {self.turn_id}: {exc}") from exc
 
