@@ -47,7 +47,8 @@ class _Handle:
     summary: Any
     turn_id: str = "turn-1"
 
-    def result(self) -> Any:
+    def result(self, **options: Any) -> Any:
+        assert set(options) <= {"no_worker_timeout", "on_no_worker"}  # TurnHandle's
         return self.summary
 
 
