@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from .._exceptions import TrioAgentError
-from ._args import positive_int
+from ._args import positive_float, positive_int
 
 __all__ = ["add_worker_commands", "summary_record"]
 
@@ -40,7 +40,7 @@ def add_worker_commands(subparsers: Any) -> None:
     )
     worker.add_argument(
         "--lease",
-        type=_seconds,
+        type=positive_float,
         default=30.0,
         metavar="SECONDS",
         help="without a heartbeat for this long, live workers take over this one's turns"
@@ -59,16 +59,6 @@ def add_worker_commands(subparsers: Any) -> None:
     )
     submit.add_argument("--no-wait", action="store_true", help="print the turn id and exit")
     submit.set_defaults(func=_submit_command)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
-    return value
 
 
 _HINT = "pip install 'trio-agent[durable]'"
