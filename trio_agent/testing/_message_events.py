@@ -10,7 +10,7 @@ read it to count deltas and list an answer's events; the SSE rendering
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from .._messages import (
@@ -32,6 +32,7 @@ __all__ = [
     "delta_count",
     "dumps",
     "message_events",
+    "stream_events",
     "tool_json",
 ]
 
@@ -131,6 +132,18 @@ def message_events(message: AssistantMessage, pacing: Pacing) -> list[dict[str, 
         "usage": start_usage,
     }
     start.update(_plain(message.extra))
+    events = stream_events(start, message, lambda block: block_deltas(block, pacing))
+    return _with_pings(events, pacing.ping_every)
+
+
+def stream_events(
+    start: Mapping[str, Any],
+    message: AssistantMessage,
+    deltas: Callable[[ContentBlock], Iterable[Mapping[str, Any]]],
+) -> list[dict[str, Any]]:
+    """``message_start`` (with *start* as its message), each block's start, the
+    ``deltas(block)`` that stream it and its stop, then ``message_delta`` and
+    ``message_stop``: *message* as an event stream, no pings."""
     events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(message.content):
         events.append(
@@ -138,7 +151,7 @@ def message_events(message: AssistantMessage, pacing: Pacing) -> list[dict[str, 
         )
         events.extend(
             {"type": "content_block_delta", "index": index, "delta": delta}
-            for delta in block_deltas(block, pacing)
+            for delta in deltas(block)
         )
         events.append({"type": "content_block_stop", "index": index})
     events.append(
@@ -149,7 +162,7 @@ def message_events(message: AssistantMessage, pacing: Pacing) -> list[dict[str, 
         }
     )
     events.append({"type": "message_stop"})
-    return _with_pings(events, pacing.ping_every)
+    return events
 
 
 def _with_pings(events: list[dict[str, Any]], every: int | None) -> list[dict[str, Any]]:

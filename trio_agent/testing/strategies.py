@@ -42,7 +42,7 @@ from .._messages import (
     _plain,  # pyright: ignore[reportPrivateUsage]
 )
 from ._answers import Faults, LineEnding, ScriptedAnswer, Timing
-from ._message_events import block_start, tool_json
+from ._message_events import stream_events, tool_json
 
 __all__ = [
     "assistant_messages",
@@ -350,24 +350,7 @@ def _event_streams(
         stop_sequence=None,
         usage={**usage, "output_tokens": draw(st.integers(0, message.usage.output_tokens))},
     )
-    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
-    for index, block in enumerate(message.content):
-        events.append(
-            {"type": "content_block_start", "index": index, "content_block": block_start(block)}
-        )
-        events.extend(
-            {"type": "content_block_delta", "index": index, "delta": d}
-            for d in _deltas(draw, block)
-        )
-        events.append({"type": "content_block_stop", "index": index})
-    events.append(
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": message.stop_reason, "stop_sequence": message.stop_sequence},
-            "usage": {"output_tokens": message.usage.output_tokens},
-        }
-    )
-    events.append({"type": "message_stop"})
+    events = stream_events(start, message, lambda block: _deltas(draw, block))
     # Pings may come anywhere after message_start and before message_stop.
     pings = draw(st.lists(st.integers(1, len(events) - 1), max_size=4))
     for position in sorted(pings, reverse=True):
