@@ -50,7 +50,10 @@ async def test_a_paused_worker_that_comes_back_cannot_commit_a_taken_over_turn(
             (tmp_path / "hold").unlink()  # the paused worker's gate opens when it wakes
         finally:
             paused.send_signal(signal.SIGCONT)
-        with trio.fail_after(60):
+        # A generous bound: on a loaded machine the woken worker has taken over 60 s to
+        # reach its refused commit (cause not yet found, see docs/DURABILITY.md); a
+        # worker that never fences still fails here.
+        with trio.fail_after(180):
             await wait_for(lambda: "was taken over by another worker" in workers.logs(), "fence")
         (tmp_path / f"hold-{taker.pid}").unlink()
         with trio.fail_after(30):
