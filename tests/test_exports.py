@@ -45,8 +45,6 @@ REEXPORTING_FACES = [
     "trio_agent.mcp",
     "trio_agent.durable",
 ]
-#: The packages an extra brings (a face missing one of them is skipped).
-EXTRAS = {"hypothesis", "hypothesis_jsonschema", "h11", "mcp", "dbos", "opentelemetry"}
 
 #: Names that moved from ``trio_agent`` to ``trio_agent.lowlevel`` (issue 21).
 MOVED = [
@@ -67,12 +65,8 @@ PACKAGE = pathlib.Path(trio_agent.__file__).parent
 
 
 def face(name: str) -> types.ModuleType:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:  # pragma: no cover - the test extra has them all
-        if exc.name is not None and exc.name.split(".")[0] in EXTRAS:
-            pytest.skip(f"{name} needs {exc.name}")
-        raise
+    """The face *name*; the test extra installs every extra, so none is skipped."""
+    return importlib.import_module(name)
 
 
 def is_private_module(name: object) -> bool:
@@ -171,10 +165,7 @@ def test_the_top_level_exports_every_public_name_it_has() -> None:
 def test_each_class_and_function_has_one_public_home() -> None:
     homes: dict[int, list[str]] = {}
     for name in FACES:
-        try:
-            module = face(name)
-        except pytest.skip.Exception:  # pragma: no cover
-            continue
+        module = face(name)
         for symbol, value in classes_and_functions(module):
             homes.setdefault(id(value), []).append(f"{name}.{symbol}")
     assert [where for where in homes.values() if len(where) > 1] == []

@@ -9,10 +9,9 @@ from typing import Any
 import attrs
 import pytest
 
+import trio_agent.durable as durable
 from trio_agent import Usage
 from trio_agent._cli._main import main
-
-durable = pytest.importorskip("trio_agent.durable")
 
 
 def summary(**fields: Any) -> Any:

@@ -23,7 +23,13 @@ import pytest
 import trio
 
 from trio_agent import TextBlock, ToolUseBlock
-from trio_agent.testing import ScriptedAnswer, ScriptedModel, Timing, serve_scripted_model
+from trio_agent.testing import (
+    ScriptedAnswer,
+    ScriptedModel,
+    Timing,
+    process_exited,
+    serve_scripted_model,
+)
 
 HERE = pathlib.Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -296,11 +302,7 @@ def _parents() -> dict[int, int]:
 def _wait_gone(pids: set[int], timeout: float) -> set[int]:
     """Wait up to *timeout* seconds for *pids* to exit; return those still alive."""
     deadline = time.monotonic() + timeout
-    alive = {pid for pid in pids if _alive(pid)}
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
-        alive = {pid for pid in alive if _alive(pid)}
-    return alive
+    return {p for p in pids if not process_exited(p, timeout=deadline - time.monotonic())}
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+from trio_agent.testing import process_exited
+
 HERE = pathlib.Path(__file__).parent
 
 
@@ -31,19 +33,9 @@ def _bindir() -> pathlib.Path:
     return pathlib.Path(initdb).parent
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
 def _gone_within(pids: set[int], seconds: float) -> set[int]:
     deadline = time.monotonic() + seconds
-    while (alive := {p for p in pids if _alive(p)}) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return alive
+    return {p for p in pids if not process_exited(p, timeout=deadline - time.monotonic())}
 
 
 def test_stop_ends_every_process_and_removes_the_directory(postgres_cluster) -> None:

@@ -6,7 +6,6 @@ import importlib.util
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from trio_agent import (
     open_tool_executor,
 )
 from trio_agent.mcp import open_mcp_tools
+from trio_agent.testing import process_exited
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_test_server.py")
 RAW_SCRIPT = Path(__file__).with_name("raw_server.py")
@@ -66,18 +66,7 @@ def raw_server(tmp_path: Path) -> Callable[[dict[str, Any]], dict[str, Any]]:
 def process_gone(pid: int, *, within: float = 10.0) -> bool:
     """Whether *pid* is gone (or a zombie) within *within* real seconds: a process
     group just sent SIGKILL takes a moment to die."""
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return True
-        if state in (b"Z", b"X"):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
+    return process_exited(pid, timeout=within)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import select
 import shlex
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_agent import ToolContext, ToolOutput
-from trio_agent.testing import no_leaks
+from trio_agent.testing import no_leaks, process_exited
 from trio_agent.tools import Bash, Workspace
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the subreaper is Linux-only")
@@ -63,18 +62,8 @@ def _exists(pid: int) -> bool:
 
 
 def _exited(pid: int, *, deadline: float) -> bool:
-    """Whether *pid* has exited by *deadline*: waits on a pidfd (readable once the
-    process exits, whoever its parent is; a zombie has exited), no polling."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True  # gone (exited and reaped)
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        return bool(poller.poll(max(0.0, deadline - time.monotonic()) * 1000))
-    finally:
-        os.close(fd)
+    """Whether *pid* has exited by *deadline* (a pidfd wait, no polling)."""
+    return process_exited(pid, timeout=deadline - time.monotonic())
 
 
 def _pids(lines: list[str]) -> list[int]:

@@ -38,6 +38,7 @@ from ._leaks import LeakCheck as LeakCheck
 from ._leaks import LeakError as LeakError
 from ._leaks import Leaks as Leaks
 from ._leaks import no_leaks as no_leaks
+from ._leaks import process_exited as process_exited
 from ._prompt_cache import CacheUse as CacheUse
 from ._prompt_cache import PromptCache as PromptCache
 from ._reference import CallOutcome as CallOutcome
@@ -115,6 +116,7 @@ __all__ = [
     "openai_events",
     "plan_openai_stream",
     "plan_stream",
+    "process_exited",
     "reference_schedule",
     "render_events",
     "render_openai_sse",

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import sys
 import time
 from collections.abc import Generator, Iterable
@@ -42,7 +43,7 @@ import attrs
 import httpx
 import trio
 
-__all__ = ["LeakCheck", "LeakError", "Leaks", "no_leaks"]
+__all__ = ["LeakCheck", "LeakError", "Leaks", "no_leaks", "process_exited"]
 
 _PR_SET_CHILD_SUBREAPER = 36
 #: Real seconds a just-killed child may take to die before it counts as leaked.
@@ -312,3 +313,19 @@ def no_leaks(
         grace=grace,
     ) as check:
         yield check
+
+
+def process_exited(pid: int, *, timeout: float) -> bool:
+    """Whether process *pid* has exited within *timeout* real seconds (a zombie has
+    exited), whoever its parent is: waits on a pidfd, readable once the process ends,
+    so nothing polls. Linux only (``os.pidfd_open``)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True  # gone: exited and reaped
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(max(0.0, timeout) * 1000))
+    finally:
+        os.close(fd)
