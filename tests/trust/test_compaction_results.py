@@ -81,6 +81,19 @@ def test_what_the_check_accepts_the_api_accepts(history: list[Message]) -> None:
     assert isinstance(kept[-1], UserMessage)
 
 
+def test_a_valid_history_is_kept_as_it_is() -> None:
+    """So the property above cannot pass by refusing everything."""
+    valid = [
+        UserMessage("x"),
+        assistant("a", "b"),
+        results("a", "b"),
+        assistant(),
+        UserMessage("y"),
+    ]
+    assert check_compacted(valid) == tuple(valid)
+    assert check_compacted([UserMessage("summary")]) == (UserMessage("summary"),)
+
+
 @pytest.mark.parametrize(
     "bad",
     [
