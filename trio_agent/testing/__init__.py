@@ -13,6 +13,9 @@
   virtual or real time) and :func:`check_tool_run`.
 - :func:`run_virtual`: one ``trio.run`` in virtual time under a leak check.
 - :func:`check_history`: a conversation history is one the Messages API accepts.
+- Cassettes: :func:`record` wraps a real client and writes what it sent and got
+  (:class:`Cassette`); ``ScriptedModel.from_cassette(path)`` replays it in virtual
+  time, each request checked (:class:`CassetteMismatch`).
 - :class:`PromptCache`: the Messages API's prompt cache, emulated for a scripted model
   (``ScriptedModel(..., prompt_cache=PromptCache())``), to test caching.
 
@@ -28,6 +31,16 @@ from ._answers import HTTPErrorAnswer as HTTPErrorAnswer
 from ._answers import RawAnswer as RawAnswer
 from ._answers import ScriptedAnswer as ScriptedAnswer
 from ._answers import Timing as Timing
+from ._cassette import Cassette as Cassette
+from ._cassette import CassetteError as CassetteError
+from ._cassette import CassetteMismatch as CassetteMismatch
+from ._cassette import Interaction as Interaction
+from ._cassette import RecordedExchangeError as RecordedExchangeError
+from ._cassette import RecordedRequest as RecordedRequest
+from ._cassette import RecordedResponse as RecordedResponse
+from ._cassette import ToolReplay as ToolReplay
+from ._cassette import clone_client as clone_client
+from ._cassette import record as record
 from ._checks import CallFacts as CallFacts
 from ._checks import RunRecord as RunRecord
 from ._checks import check_record as check_record
@@ -80,15 +93,22 @@ __all__ = [
     "CacheUse",
     "CallFacts",
     "CallOutcome",
+    "Cassette",
+    "CassetteError",
+    "CassetteMismatch",
     "DroppedConnection",
     "Faults",
     "HTTPErrorAnswer",
+    "Interaction",
     "InvariantViolation",
     "LeakCheck",
     "LeakError",
     "Leaks",
     "PromptCache",
     "RawAnswer",
+    "RecordedExchangeError",
+    "RecordedRequest",
+    "RecordedResponse",
     "RunRecord",
     "ScenarioCall",
     "ScenarioError",
@@ -101,6 +121,7 @@ __all__ = [
     "Timing",
     "ToolCall",
     "ToolCallBatch",
+    "ToolReplay",
     "ToolRun",
     "ToolScenario",
     "Trace",
@@ -110,6 +131,7 @@ __all__ = [
     "check_record",
     "check_tool_run",
     "check_trace",
+    "clone_client",
     "encode_event",
     "error_event",
     "no_leaks",
@@ -117,6 +139,7 @@ __all__ = [
     "plan_openai_stream",
     "plan_stream",
     "process_exited",
+    "record",
     "reference_schedule",
     "render_events",
     "render_openai_sse",

@@ -18,12 +18,15 @@ import httpx
 import trio
 
 from ._answers import Answer, DroppedConnection, HTTPErrorAnswer, RawAnswer, ScriptedAnswer
+from ._cassette import Cassette, CassetteMismatch, RecordedExchangeError, ToolMode
 from ._prompt_cache import PromptCache
 from ._scripted_openai import openai_final, plan_openai_stream
 from ._sse_render import StreamPlan, plan_stream
 
 if TYPE_CHECKING:
-    from .. import AnthropicClient, RetryPolicy
+    import os
+
+    from .. import AnthropicClient, RetryPolicy, Tool
 
 __all__ = ["ScriptedModel", "ScriptedRequest", "ScriptedResponse"]
 
@@ -141,6 +144,9 @@ class ScriptedModel:
             :func:`serve_scripted_model` (0 in process): fewer than requests when a
             client reuses its connections.
         prompt_cache: the emulated prompt cache, or None.
+        cassette: the recording this model replays (:meth:`from_cassette`), or None.
+        mismatches: each request that differed from the cassette's (each was also
+            raised to the client, as :class:`CassetteMismatch`).
     """
 
     def __init__(
@@ -158,7 +164,66 @@ class ScriptedModel:
         self._open_streams = 0
         self.connections = 0
         self.prompt_cache = prompt_cache
+        self.cassette: Cassette | None = None
+        self.tool_mode: ToolMode = "run"
+        self.mismatches: list[CassetteMismatch] = []
         self.extend(answers)
+
+    @classmethod
+    def from_cassette(
+        cls, path: str | os.PathLike[str] | Cassette, *, tools: ToolMode = "run"
+    ) -> ScriptedModel:
+        """A model replaying the cassette at *path* (made by :func:`record`).
+
+        Each response is the recorded bytes on the recorded schedule (in virtual time
+        under a ``MockClock``); each request is checked against the recorded one
+        first, a difference raising :class:`CassetteMismatch` (to the client, and
+        kept in :attr:`mismatches`). With ``tools="replay"``, :meth:`tools` turns a
+        list of tools into ones answering each call with its recorded output.
+
+        Example::
+
+            model = ScriptedModel.from_cassette("tests/cassettes/fix_bug.json")
+            session = Session(model.client(), model.tools(tools), model="claude-sonnet-4-5")
+
+        Raises:
+            CassetteError: the file is not a cassette.
+            ValueError: *tools* is neither ``"run"`` nor ``"replay"``.
+        """
+        if tools not in ("run", "replay"):
+            raise ValueError(f"tools must be 'run' or 'replay', not {tools!r}")
+        cassette = path if isinstance(path, Cassette) else Cassette.load(path)
+        answers: list[Answer] = []
+        for interaction in cassette.interactions:
+            response = interaction.response
+            if isinstance(response, RecordedExchangeError):
+                answers.append(DroppedConnection(delay=response.delay, error=response.error_type()))
+            else:
+                headers: dict[str, str | None] = {"content-type": None, "request-id": None}
+                for name, value in response.headers:
+                    headers[name] = f"{headers[name]}, {value}" if headers.get(name) else value
+                answers.append(
+                    RawAnswer(
+                        chunks=response.chunks,
+                        status=response.status,
+                        headers=headers,
+                        disconnect=response.disconnect,
+                        delay=response.delay,
+                    )
+                )
+        model = cls(answers, protocol=cassette.protocol)
+        model.cassette = cassette
+        model.tool_mode = tools
+        return model
+
+    def tools(self, tools: Iterable[Tool]) -> list[Tool]:
+        """The tools to run against this model: *tools* as they are, or, for a
+        cassette replayed with ``tools="replay"``, tools with the same names and
+        schemas answering each call with its recorded output (at once)."""
+        tools = list(tools)
+        if self.cassette is None or self.tool_mode == "run":
+            return tools
+        return self.cassette.replay_tools(tools)
 
     def __repr__(self) -> str:
         return (
@@ -233,6 +298,12 @@ class ScriptedModel:
         except RuntimeError:  # called outside a Trio run (a custom server)
             now = None
         self.requests.append(ScriptedRequest.build(method, path, headers, content, time=now))
+        if self.cassette is not None:
+            try:
+                self.cassette.check(len(self.requests) - 1, method, path, self.requests[-1].body)
+            except CassetteMismatch as exc:
+                self.mismatches.append(exc)
+                raise
         request_id = f"req_scripted_{len(self.requests)}"
         if not self._queue:
             answer: Answer = HTTPErrorAnswer(
