@@ -1,6 +1,8 @@
 """Layer 4, the session: a conversation's history, its JSONL transcript, usage
 and cost totals, interrupt and abort (:class:`Session`)."""
 
+from ._run import RunResult as RunResult
+from ._run import run as run
 from ._session import Session as Session
 from ._session import estimate_cost as estimate_cost
 from ._store import check_session_id as check_session_id

@@ -2,13 +2,14 @@
 
 Example::
 
-    session = trio_agent.Session(client, tools, model=trio_agent.DEFAULT_MODEL,
-                                 transcript_path="session.jsonl")
-    async with session.submit("Fix the failing test") as events:
-        async for event in events:
-            ...
-    session.messages   # the history, valid for the API
-    session.usage      # token totals over every turn (usage.cost_usd: their cost)
+    async with trio_agent.Session(client, tools, model=trio_agent.DEFAULT_MODEL,
+                                  transcript_path="session.jsonl") as session:
+        result = await session.run("Fix the failing test")   # raises the turn's error
+        async with session.submit("And the next one") as events:   # streaming
+            async for event in events:
+                ...
+        session.messages   # the history, valid for the API
+        session.usage      # token totals over every turn (usage.cost_usd: their cost)
 """
 
 from __future__ import annotations
@@ -35,12 +36,13 @@ from .._loop import (
     query,
 )
 from .._messages import AssistantMessage, ContentBlock, Message, Usage, UserMessage
-from .._model import ModelClient
+from .._model import AnthropicClient, ModelClient
 from .._models import cost_usd, price_provider
 from .._options import TurnOptions, check_max_tokens
 from .._permissions import PermissionDecision
 from .._tools import Tool, tools_by_name
-from ._transcript import TranscriptWriter, read_transcript, repair_history
+from ._run import RunResult, RunWatch, with_output_type
+from ._transcript import Transcript, TranscriptWriter, read_transcript, repair_history
 
 __all__ = ["Session", "estimate_cost"]
 
@@ -82,15 +84,26 @@ def _check_model(_inst: Any, _attr: Any, value: object) -> None:
 class Session:
     """A conversation with a model and a set of tools.
 
+    Use it as an async context manager (``async with Session(...) as session:``):
+    at the end its transcript is closed, and so is its client if the session
+    made it.
+
     Args:
-        client: an :class:`~trio_agent.AnthropicClient` (anything ``query`` accepts).
-        tools: the tools the model may call.
+        client: an :class:`~trio_agent.AnthropicClient` (anything ``query`` accepts);
+            None: an ``AnthropicClient()`` of the session's own (reading
+            ``ANTHROPIC_API_KEY``), closed with the session.
+        tools: the tools the model may call (none by default).
         model: the model name.
         system: the system prompt (a string or a list of blocks).
         max_tokens: output tokens per model call; unset, the default that
             ``query`` escalates on ``max_tokens`` (up to the model's output cap).
         transcript_path: a JSONL file the history is appended to as each message
             completes (fsynced at the end of each turn); ``None`` for no transcript.
+            A file that already holds a conversation is refused
+            (:class:`~trio_agent.TranscriptError`) unless *continue_transcript*.
+        continue_transcript: go on with the conversation *transcript_path* holds:
+            its history is read back (repaired, as :meth:`resume` does) and new
+            messages are appended to it.
         options: every other option of each turn (permissions, limits, recovery,
             timeouts, caps, compaction, budgets, ``extra_body``), a
             :class:`~trio_agent.TurnOptions`; replace it between turns, e.g.
@@ -107,14 +120,18 @@ class Session:
             is not a ``Tool``.
         ValueError: ``max_tokens`` < 1.
         ToolDefinitionError: two tools have the same name.
+        TranscriptError: *transcript_path* already holds a conversation (without
+            *continue_transcript*), or is not a transcript; with
+            *continue_transcript*, it cannot be read back.
     """
 
-    client: ModelClient
-    tools: Sequence[Tool] = attrs.field(converter=_tools)
+    client: ModelClient = attrs.field(default=None)
+    tools: Sequence[Tool] = attrs.field(default=(), converter=_tools)
     model: str = attrs.field(kw_only=True, validator=_check_model)
     system: Any = attrs.field(default=None, kw_only=True)
     max_tokens: int | None = attrs.field(default=None, kw_only=True, validator=_check_max_tokens)
     transcript_path: str | os.PathLike[str] | None = attrs.field(default=None, kw_only=True)
+    continue_transcript: bool = attrs.field(default=False, kw_only=True)
     options: TurnOptions = attrs.field(factory=TurnOptions, kw_only=True, validator=_check_options)
     context: Any = attrs.field(default=None, kw_only=True)
     _messages: list[Message] = attrs.field(factory=list[Message], kw_only=True, alias="messages")
@@ -132,6 +149,63 @@ class Session:
     _turn_blocks: list[ContentBlock] = attrs.field(factory=list[ContentBlock], init=False)
     _turn_results: dict[str, ToolResult] = attrs.field(factory=dict[str, ToolResult], init=False)
     _turn_ended: bool = attrs.field(default=False, init=False)
+    _owns_client: bool = attrs.field(default=False, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.client is None:  # pyright: ignore[reportUnnecessaryComparison]
+            self.client = AnthropicClient()
+            self._owns_client = True
+        if self.transcript_path is None:
+            if self.continue_transcript:
+                raise TypeError("continue_transcript=True needs a transcript_path")
+            return
+        path = os.fspath(self.transcript_path)
+        if not os.path.exists(path) or os.path.getsize(path) == 0:
+            return
+        found = read_transcript(path)
+        if self.continue_transcript:
+            self._load(found)
+        elif found.messages or found.model is None:
+            what = (
+                f"already holds a conversation ({len(found.messages)} messages)"
+                if found.messages
+                else "is not a trio-agent transcript"
+            )
+            raise TranscriptError(
+                f"{path!r} {what}: pass continue_transcript=True (or use"
+                " Session.resume) to go on with it, or choose another file"
+            )
+
+    def _load(self, transcript: Transcript) -> None:
+        """Start from *transcript*'s history (the file was read back)."""
+        if self._messages:
+            raise TypeError("continue_transcript=True reads the history: do not pass messages=")
+        self._messages = list(transcript.messages)
+        self._truncate_to = transcript.valid_length
+        self._pending = transcript.pending
+        # A transcript keeps the API's usage (no cost): each answer is priced again.
+        self._usage = sum(
+            (self._priced(m) for m in transcript.messages if isinstance(m, AssistantMessage)),
+            Usage(cost_usd=0.0),
+        )
+        if transcript.repaired_tool_use_ids:
+            # The file lacks the synthetic results: record the repaired history.
+            self._open_writer().replace_history(transcript.messages)
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the transcript and, if the session made its client, the client."""
+        self.close()
+        if self._owns_client:
+            self._owns_client = False
+            aclose = getattr(self.client, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     @classmethod
     def resume(
@@ -159,20 +233,7 @@ class Session:
             if transcript.model is None:
                 raise TranscriptError(f"{os.fspath(path)!r} has no header: pass model=")
             kwargs["model"] = transcript.model
-        session = cls(
-            client, tools, transcript_path=path, messages=list(transcript.messages), **kwargs
-        )
-        session._truncate_to = transcript.valid_length
-        session._pending = transcript.pending
-        # A transcript keeps the API's usage (no cost): each answer is priced again.
-        session._usage = sum(
-            (session._priced(m) for m in transcript.messages if isinstance(m, AssistantMessage)),
-            Usage(cost_usd=0.0),
-        )
-        if transcript.repaired_tool_use_ids:
-            # The file lacks the synthetic results: record the repaired history.
-            session._open_writer().replace_history(transcript.messages)
-        return session
+        return cls(client, tools, transcript_path=path, continue_transcript=True, **kwargs)
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -317,6 +378,39 @@ class Session:
             if not self._turn_ended:
                 self._keep_partial()
             self._finish_turn()
+
+    async def run(
+        self,
+        prompt: str | Sequence[ContentBlock] | None = None,
+        *,
+        approvals: Mapping[str, PermissionDecision] | None = None,
+        output_type: Any = None,
+    ) -> RunResult:
+        """Run one turn of *prompt* (or of *approvals*, as :meth:`submit` takes them)
+        to its end and return its :class:`~trio_agent.RunResult`.
+
+        *output_type* sets ``options.output_type`` for this turn only.
+
+        Raises:
+            TrioAgentError: the error that ended the turn (``TurnEnd.error``:
+                ``AuthenticationError``, ``OverloadedError``,
+                ``OutputValidationError``...); the history stays valid. A turn that
+                ended another way (aborted, awaiting approval, a limit) is returned.
+            trio.BusyResourceError, ApprovalError: as :meth:`submit`.
+        """
+        options = self.options
+        self.options = with_output_type(options, output_type)
+        watch = RunWatch()
+        if prompt is not None:
+            # The prompt is recorded by the session, never sent as an event.
+            watch.added.append(UserMessage(prompt if isinstance(prompt, str) else tuple(prompt)))
+        try:
+            async with self.submit(prompt, approvals=approvals) as events:
+                async for event in events:
+                    watch.see(event)
+        finally:
+            self.options = options
+        return watch.result()
 
     def _keep_partial(self) -> None:
         """Record what a turn cut short had finished: the blocks of its last answer
