@@ -33,6 +33,7 @@ can stop early by calling ``trio.from_thread.check_cancelled()`` now and then.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import inspect
 import math
@@ -52,7 +53,7 @@ from ._exceptions import ToolDefinitionError
 from ._messages import ContentBlock, json_depth
 from ._tool_schema import Signature, convert, describe_parameters, read_docstring, signature_of
 
-__all__ = ["Tool", "ToolContext", "ToolOutput", "ToolReturn", "tool"]
+__all__ = ["Tool", "ToolContext", "ToolOutput", "ToolReturn", "TurnInfo", "tool"]
 
 InterruptBehavior: TypeAlias = Literal["block", "cancel"]
 ContextModifier: TypeAlias = Callable[[Any], Any]
@@ -76,6 +77,70 @@ class ToolOutput:
 ToolReturn: TypeAlias = "str | Sequence[ContentBlock] | ToolOutput"
 
 
+@attrs.frozen(eq=False)
+class TurnInfo:
+    """The turn a tool runs in (:attr:`ToolContext.turn`): what a tool that runs a
+    turn of its own (:func:`trio_agent.subagent`) takes from its parent.
+
+    Attributes:
+        client: the turn's :class:`~trio_agent.ModelClient`.
+        model: the model the turn was started with.
+        options: the turn's :class:`~trio_agent.TurnOptions`.
+        depth: 0 for a top-level turn, 1 for a subagent's, 2 for a subagent's
+            subagent's...
+        agent: the subagent's name when this is a subagent's turn, else None (a
+            ``can_use_tool`` reads it as ``ctx.turn.agent``).
+    """
+
+    client: Any
+    model: str
+    options: Any
+    depth: int = 0
+    agent: str | None = None
+    _on_subagent: Callable[[Any], None] = attrs.field(
+        default=lambda _run: None, alias="on_subagent", repr=False
+    )
+
+    def record_subagent(self, run: Any) -> None:
+        """Count a subagent's turn (a ``SubagentTurn``) in this turn: its usage joins
+        this turn's, and its ``TurnEnd.subagents`` lists it."""
+        self._on_subagent(run)
+
+
+#: The turn of the running task: query() sets it in its loop's task, and Trio
+#: copies it into every task started from there (the tools' tasks).
+_TURN: contextvars.ContextVar[TurnInfo | None] = contextvars.ContextVar(
+    "trio_agent turn", default=None
+)
+#: The subagent name the next query() of this task runs under (trio_agent.subagent).
+_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "trio_agent agent", default=None
+)
+
+
+def current_turn() -> TurnInfo | None:
+    """The turn the calling task runs in, or None outside a turn."""
+    return _TURN.get()
+
+
+def enter_turn(info: TurnInfo) -> None:
+    """Make *info* the calling task's turn (query()'s loop task: its tools inherit
+    it); the subagent name it was started under is not inherited any further."""
+    _TURN.set(info)
+    _AGENT.set(None)
+
+
+def next_agent() -> str | None:
+    """The subagent name a query() started by the calling task runs under."""
+    return _AGENT.get()
+
+
+def run_as_agent(name: str) -> None:
+    """Make a query() started by the calling task (a subagent's tool task) a turn of
+    subagent *name*."""
+    _AGENT.set(name)
+
+
 @attrs.define(eq=False)
 class ToolContext:
     """What a running tool knows about its call and its turn."""
@@ -89,6 +154,12 @@ class ToolContext:
     def progress(self, data: Any) -> None:
         """Report progress; never blocks, delivered at once out of band."""
         self._report(data)
+
+    @property
+    def turn(self) -> TurnInfo | None:
+        """The turn this tool runs in (its client, model, options, depth), or None
+        for a tool run outside :func:`~trio_agent.query` (an executor of its own)."""
+        return _TURN.get()
 
 
 #: Exact types that plain_json() returns as they are (a fast path: no ABC check).

@@ -23,6 +23,7 @@ from ._state import PendingApprovals as PendingApprovals
 from ._state import QueryEvent as QueryEvent
 from ._state import Stall as Stall
 from ._state import State as State
+from ._state import SubagentTurn as SubagentTurn
 from ._state import TextDelta as TextDelta
 from ._state import ThinkingDelta as ThinkingDelta
 from ._state import Transition as Transition

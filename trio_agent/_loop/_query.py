@@ -61,7 +61,7 @@ from .._model import ModelClient, RecoverableModelClient, RetryPolicy
 from .._models import check_model, cost_usd, price_provider
 from .._options import StopHookResult, TurnOptions, check_max_tokens
 from .._permissions import Allow, Defer, Deny, PermissionDecision, Reject
-from .._tools import Tool
+from .._tools import Tool, TurnInfo, current_turn, enter_turn, next_agent
 from . import _recovery as rec
 from ._compact import check_compacted
 from ._control import TurnControl
@@ -73,6 +73,7 @@ from ._state import (
     PendingApprovals,
     QueryEvent,
     State,
+    SubagentTurn,
     TransitionReason,
     TurnEnd,
     TurnEndReason,
@@ -99,6 +100,12 @@ class _Loop:
     #: The last attempt discarded for a retry since the last successful call: if
     #: the retries fail, its finished blocks are kept, as a cut answer's are.
     discarded: Attempt | None = None
+    #: The subagents' turns the tools ran (TurnInfo.record_subagent), and how many of
+    #: them the state's usage counts already.
+    subagents: list[SubagentTurn] = attrs.field(factory=list[SubagentTurn])
+    counted: int = 0
+    #: What the tools see as ``ctx.turn`` (set in the loop's task, inherited by theirs).
+    turn: TurnInfo | None = None
 
     # -- the loop -----------------------------------------------------------------
 
@@ -108,6 +115,8 @@ class _Loop:
         pending: PendingApprovals | None = None,
         approvals: Mapping[str, PermissionDecision] | None = None,
     ) -> None:
+        if self.turn is not None:
+            enter_turn(self.turn)
         with self.send:
             if pending is not None:
                 resumed = await self._approve(state, pending, approvals or {})
@@ -129,7 +138,7 @@ class _Loop:
         assert isinstance(answer, AssistantMessage)
         attempt = await self.caller.run_approved(state, pending.calls, approvals)
         await self._send_unsent_results(attempt)
-        state = attrs.evolve(state, context=attempt.context)
+        state = attrs.evolve(self._count_subagents(state), context=attempt.context)
         blocks = {r.tool_use_id: r for r in pending.results}
         ran = attempt.results()
         blocks.update((i, r.to_block()) for i, r in ran.items())
@@ -191,6 +200,7 @@ class _Loop:
                 )
             attempt = await self.caller.call(state)
             await self._send_unsent_results(attempt)
+            state = self._count_subagents(state)
             last_phase = attempt.phase
             if attempt.result is not None:
                 answer = attempt.result.message
@@ -222,6 +232,15 @@ class _Loop:
                 )
             assert state.transition is not None
             await self.send.send(state.transition)
+
+    def _count_subagents(self, state: State) -> State:
+        """*state* with the usage of the subagents' turns that ended since the last
+        count (a model call's tools have all ended when it returns)."""
+        new = self.subagents[self.counted :]
+        if not new:
+            return state
+        self.counted = len(self.subagents)
+        return attrs.evolve(state, usage=sum((run.end.usage for run in new), state.usage))
 
     def _priced(self, usage: Usage, model: str, state: State) -> Usage:
         """One call's *usage* with its cost, at the price of the *model* that answered
@@ -506,6 +525,7 @@ class _Loop:
             state = _append(state, state.paused)
         if error is not None and message is None:
             message = f"{type(error).__name__}: {error}"
+        state = self._count_subagents(state)
         return TurnEnd(
             reason=reason,
             usage=state.usage,
@@ -516,6 +536,7 @@ class _Loop:
             abort_reason=abort_reason,
             context=state.context,
             pending=pending,
+            subagents=tuple(self.subagents),
         )
 
 
@@ -696,6 +717,15 @@ async def query(
         send=send,
         retry=retry,
         provider=provider,
+    )
+    parent = current_turn()
+    loop.turn = TurnInfo(
+        client,
+        model,
+        options,
+        depth=0 if parent is None else parent.depth + 1,
+        agent=next_agent(),
+        on_subagent=loop.subagents.append,
     )
     state = rec.initial_state(
         messages,

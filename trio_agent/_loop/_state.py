@@ -36,6 +36,7 @@ __all__ = [
     "QueryEvent",
     "Stall",
     "State",
+    "SubagentTurn",
     "TextDelta",
     "ThinkingDelta",
     "Transition",
@@ -78,9 +79,6 @@ class TransitionReason(enum.StrEnum):
     #: The last request's input passed the auto-compact threshold: the history was
     #: compacted before the next call.
     AUTO_COMPACT = "auto_compact"
-    #: The typed output was invalid (or an output validator rejected it): the
-    #: reason was sent back and the model answers again (``output_retries``).
-    OUTPUT_RETRY = "output_retry"
 
 
 class TurnEndReason(enum.StrEnum):
@@ -106,12 +104,6 @@ class TurnEndReason(enum.StrEnum):
     #: The turn's cost reached ``max_budget_usd`` before the next model call (every
     #: tool use of the history answered).
     BUDGET_EXHAUSTED = "budget_exhausted"
-    #: The typed output stayed invalid (or rejected) past ``output_retries``;
-    #: :attr:`TurnEnd.error` is the last :class:`~trio_agent.OutputValidationError`.
-    OUTPUT_INVALID = "output_invalid"
-    #: The ``user_prompt_submit`` hook denied the prompt: it is not in the history
-    #: and no model call was made.
-    PROMPT_DENIED = "prompt_denied"
 
 
 @attrs.frozen
@@ -314,8 +306,9 @@ class TurnEnd:
             the next turn.
         pending: for ``reason == "awaiting_approval"``, the deferred calls (then
             *messages* ends with their answer, its tool uses not yet answered).
-        output: with ``TurnOptions.output_type``, the validated typed output of a
-            completed turn (an instance of that type); else None.
+        subagents: the subagents' turns this turn's tools ran
+            (:func:`trio_agent.subagent`), in the order they ended; their usage is in
+            *usage*.
     """
 
     reason: TurnEndReason
@@ -327,7 +320,28 @@ class TurnEnd:
     abort_reason: AbortReason | None = None
     context: Any = None
     pending: PendingApprovals | None = None
-    output: Any = None
+    subagents: tuple[SubagentTurn, ...] = ()
+
+    @property
+    def subagent_turns(self) -> int:
+        """How many subagent turns ran in this turn, at every depth."""
+        return sum(1 + run.end.subagent_turns for run in self.subagents)
+
+
+@attrs.frozen
+class SubagentTurn:
+    """A subagent's turn that a tool call of the turn ran (:attr:`TurnEnd.subagents`).
+
+    Attributes:
+        agent: the subagent's name.
+        tool_use_id: the call that ran it.
+        end: its own :class:`TurnEnd`: its history, usage (its own subagents'
+            included), reason, and its subagents' turns.
+    """
+
+    agent: str
+    tool_use_id: str
+    end: TurnEnd
 
 
 def _messages(value: Sequence[Message]) -> tuple[Message, ...]:
