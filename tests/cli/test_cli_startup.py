@@ -1,7 +1,11 @@
-"""``trio-agent --version`` imports none of the commands (a real interpreter)."""
+"""``trio-agent --version`` imports none of the commands and none of the library (a
+real interpreter); the package's lazy table of public names agrees with what type
+checkers read."""
 
 from __future__ import annotations
 
+import ast
+import pathlib
 import subprocess
 import sys
 
@@ -11,15 +15,71 @@ CODE = """
 import sys
 from trio_agent._cli import main
 main(["--version"])
-print(sorted(m for m in sys.modules if m.startswith("trio_agent._cli.")))
+print(sorted(m for m in sys.modules if m.startswith("trio_agent")))
+print(sorted(m for m in ("trio", "httpx", "attrs", "jsonschema") if m in sys.modules))
 """
 
 
-def test_version_imports_no_command() -> None:
+def run_python(code: str) -> list[str]:
     run = subprocess.run(
-        [sys.executable, "-c", CODE], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert run.returncode == 0, run.stderr
-    version, loaded = run.stdout.splitlines()
+    return run.stdout.splitlines()
+
+
+def test_version_imports_no_command_and_none_of_the_library() -> None:
+    version, loaded, third_party = run_python(CODE)
     assert version == f"trio-agent {trio_agent.__version__}"
-    assert loaded == "['trio_agent._cli._errors', 'trio_agent._cli._main']"
+    assert loaded == str(
+        [
+            "trio_agent",
+            "trio_agent._cli",
+            "trio_agent._cli._errors",
+            "trio_agent._cli._main",
+            "trio_agent._exceptions",  # the errors _errors names
+        ]
+    )
+    assert third_party == "[]"
+
+
+def test_a_public_name_imports_its_module_when_first_used() -> None:
+    code = """
+import sys
+import trio_agent
+print("trio_agent._exceptions" in sys.modules, "trio" in sys.modules)
+error = trio_agent.AuthenticationError
+print(error.__module__, "trio_agent._exceptions" in sys.modules, "trio_agent._model" in sys.modules)
+print(type(trio_agent.lowlevel).__name__, "AuthenticationError" in vars(trio_agent))
+"""
+    before, after, lowlevel = run_python(code)
+    assert before == "False False"
+    # the name reports its face from the first use; the model layer is not imported
+    assert after == "trio_agent True False"
+    assert lowlevel == "module True"
+
+
+def type_checking_imports() -> dict[str, str]:
+    """``NAME -> .module`` of the imports under ``if _typing.TYPE_CHECKING:`` in
+    trio_agent/__init__.py (what pyright reads)."""
+    tree = ast.parse(pathlib.Path(trio_agent.__file__).read_text(encoding="utf-8"))
+    (block,) = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "_typing.TYPE_CHECKING"
+    ]
+    names: dict[str, str] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom), ast.unparse(node)
+        for alias in node.names:
+            assert alias.asname == alias.name, ast.unparse(node)  # a re-export
+            names[alias.name] = "." * node.level + (node.module or "")
+    return names
+
+
+def test_the_lazy_table_is_what_type_checkers_read() -> None:
+    """Each name of ``_EXPORTS`` has its import under TYPE_CHECKING, from the same
+    module, and nothing else is imported there (but the ``lowlevel`` submodule)."""
+    table: dict[str, str] = trio_agent._EXPORTS  # pyright: ignore[reportPrivateUsage]
+    assert type_checking_imports() == {**table, "lowlevel": "."}
+    assert trio_agent.__all__ == sorted(table)
