@@ -79,6 +79,9 @@ class TransitionReason(enum.StrEnum):
     #: The last request's input passed the auto-compact threshold: the history was
     #: compacted before the next call.
     AUTO_COMPACT = "auto_compact"
+    #: The typed output was invalid (or an output validator rejected it): the
+    #: reason was sent back and the model answers again (``output_retries``).
+    OUTPUT_RETRY = "output_retry"
 
 
 class TurnEndReason(enum.StrEnum):
@@ -104,6 +107,12 @@ class TurnEndReason(enum.StrEnum):
     #: The turn's cost reached ``max_budget_usd`` before the next model call (every
     #: tool use of the history answered).
     BUDGET_EXHAUSTED = "budget_exhausted"
+    #: The typed output stayed invalid (or rejected) past ``output_retries``;
+    #: :attr:`TurnEnd.error` is the last :class:`~trio_agent.OutputValidationError`.
+    OUTPUT_INVALID = "output_invalid"
+    #: The ``user_prompt_submit`` hook denied the prompt: it is not in the history
+    #: and no model call was made.
+    PROMPT_DENIED = "prompt_denied"
 
 
 @attrs.frozen
@@ -306,6 +315,8 @@ class TurnEnd:
             the next turn.
         pending: for ``reason == "awaiting_approval"``, the deferred calls (then
             *messages* ends with their answer, its tool uses not yet answered).
+        output: with ``TurnOptions.output_type``, the validated typed output of a
+            completed turn (an instance of that type); else None.
         subagents: the subagents' turns this turn's tools ran
             (:func:`trio_agent.subagent`), in the order they ended; their usage is in
             *usage*.
@@ -320,6 +331,7 @@ class TurnEnd:
     abort_reason: AbortReason | None = None
     context: Any = None
     pending: PendingApprovals | None = None
+    output: Any = None
     subagents: tuple[SubagentTurn, ...] = ()
 
     @property
