@@ -11,15 +11,15 @@ production).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any, final
 
 import attrs
 import pytest
 import trio
 
-from trio_agent import AnthropicClient, Message, Tool, TurnEnd, UserMessage, query
-from trio_agent.lowlevel import StreamItem
+from trio_agent import AnthropicClient, Message, Tool, TurnEnd, Usage, UserMessage, query
+from trio_agent.lowlevel import StreamEvent, StreamItem, StreamResult
 from trio_agent.testing import ScriptedModel, check_history
 
 
@@ -30,16 +30,49 @@ class Models:
     models: Mapping[str, ScriptedModel]
     clients: dict[str, AnthropicClient] = attrs.field(init=False)
 
+    #: What each model's calls were billed, as the loop counts it: a call's answer's
+    #: usage, or for a call cut short the usage its ``message_start`` reported.
+    billed: dict[str, Usage] = attrs.field(init=False)
+
     def __attrs_post_init__(self) -> None:
         self.clients = {name: m.client() for name, m in self.models.items()}
+        self.billed = {name: Usage() for name in self.models}
 
-    def stream(
-        self, **request: Any
-    ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]:
-        return self.clients[request["model"]].stream(**request)
+    @contextlib.asynccontextmanager
+    async def stream(self, **request: Any) -> AsyncGenerator[trio.abc.ReceiveChannel[StreamItem]]:
+        name = request["model"]
+        counted: _Counted | None = None
+        try:
+            async with self.clients[name].stream(**request) as items:
+                counted = _Counted(items)
+                yield counted
+        finally:
+            if counted is not None:
+                self.billed[name] = self.billed[name] + counted.billed()
 
-    def requests(self, name: str) -> int:
-        return len(self.models[name].requests)
+
+@final
+class _Counted(trio.abc.ReceiveChannel[StreamItem]):
+    """A call's stream items, passed on as they are; notes the usage it reported."""
+
+    def __init__(self, items: trio.abc.ReceiveChannel[StreamItem]) -> None:
+        self._items = items
+        self.start: Usage | None = None
+        self.result: Usage | None = None
+
+    async def receive(self) -> StreamItem:
+        item = await self._items.receive()
+        if isinstance(item, StreamResult):
+            self.result = item.message.usage
+        elif isinstance(item, StreamEvent) and item.start_message is not None:
+            self.start = item.start_message.usage
+        return item
+
+    async def aclose(self) -> None:
+        await self._items.aclose()
+
+    def billed(self) -> Usage:
+        return self.result or self.start or Usage()
 
 
 async def run_turn(
