@@ -179,7 +179,8 @@ async def test_schema_invalid_input_counts_as_unsafe(
     assert got[1][1].is_error
     assert (
         got[1][1].content
-        == "InputValidationError: Read: n: 'not a number' is not of type 'integer'"
+        == "<tool_use_error>InputValidationError: Read: n: 'not a number' is not of type "
+        "'integer'</tool_use_error>"
     )
     assert not got[1][1].started
 
@@ -194,7 +195,8 @@ async def test_invalid_json_is_answered_without_running(
     assert log.events == []
     assert result.is_error
     assert result.content == (
-        """InputValidationError: Read: the input is not valid JSON: '{"cmd": "x'"""
+        "<tool_use_error>InputValidationError: Read: the input is not valid JSON: "
+        """'{"cmd": "x'</tool_use_error>"""
     )
 
 
@@ -283,7 +285,10 @@ async def test_unknown_tool_is_answered_at_once(autojump_clock: trio.testing.Moc
         executor.finish()
         (result,) = [r async for r in executor.results]
     assert result == ToolResult(
-        "toolu_1", "Error: No such tool: Rread. Available tools: Bash, Read", is_error=True
+        "toolu_1",
+        "<tool_use_error>Error: No such tool available: Rread. Available tools: Bash, Read"
+        "</tool_use_error>",
+        is_error=True,
     )
     assert result.to_block() == ToolResultBlock("toolu_1", result.content, is_error=True)
 
@@ -555,7 +560,10 @@ async def test_permission_allow_with_updated_input_and_deny(
     assert log.starts() == {"LS": 1}
     assert got[0] == (2, ToolResult("toolu_1", "LS ok", is_error=False, started=True))
     assert got[1] == (3, ToolResult("toolu_2", "not that", is_error=True))
-    assert got[2][1].content == "InputValidationError: Bash: n: 'oops' is not of type 'integer'"
+    assert got[2][1].content == (
+        "<tool_use_error>InputValidationError: Bash: n: 'oops' is not of type 'integer'"
+        "</tool_use_error>"
+    )
 
 
 @pytest.mark.parametrize("returned", ["raise", "nonsense"])

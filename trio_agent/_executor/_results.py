@@ -152,14 +152,20 @@ def summarize_call(name: str, input: Mapping[str, Any], *, limit: int = 40) -> s
 
 
 def unknown_tool_message(name: str, known: Sequence[str]) -> str:
-    """The error for a call to a tool that does not exist."""
+    """The error for a call to a tool that does not exist, in Claude Code's words
+    (``<tool_use_error>Error: No such tool available: X</tool_use_error>``), with the
+    tools that do."""
     available = ", ".join(sorted(known)) if known else "(none)"
-    return f"Error: No such tool: {name}. Available tools: {available}"
+    return (
+        f"<tool_use_error>Error: No such tool available: {name}. "
+        f"Available tools: {available}</tool_use_error>"
+    )
 
 
 def invalid_input_message(name: str, error: str) -> str:
-    """The error for a call whose input is not valid."""
-    return f"InputValidationError: {name}: {error}"
+    """The error for a call whose input is not valid, wrapped as Claude Code wraps it:
+    ``<tool_use_error>InputValidationError: ...</tool_use_error>``."""
+    return f"<tool_use_error>InputValidationError: {name}: {error}</tool_use_error>"
 
 
 def describe(exc: BaseException) -> str:
