@@ -12,13 +12,14 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from typing import IO, Any
+from typing import IO, Any, Protocol, final
 
 import httpx
 import httpx_sse
 import trio
 
 from .._exceptions import StreamTruncatedError, TrioAgentError
+from .._loop import SubagentTurn
 from .._messages import (
     AssistantMessage,
     Message,
@@ -76,7 +77,10 @@ def _replay_command(args: argparse.Namespace) -> int:
         return print_error(f"cannot read {args.file}: {exc.strerror}")
     try:
         if _is_transcript(data):
-            print_transcript(read_transcript(args.file).messages, sys.stdout, as_json=args.json)
+            transcript = read_transcript(args.file)
+            print_transcript(
+                transcript.messages, sys.stdout, as_json=args.json, subagents=transcript.subagents
+            )
         elif _is_sse(data):
             trio.run(replay_sse, data, sys.stdout, args.json)
         else:
@@ -89,8 +93,38 @@ def _replay_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_transcript(messages: Sequence[Message], out: IO[str], *, as_json: bool = False) -> None:
-    """Print a conversation: prompts, answers, tool calls and results."""
+def print_transcript(
+    messages: Sequence[Message],
+    out: IO[str],
+    *,
+    as_json: bool = False,
+    subagents: Sequence[SubagentTurn] = (),
+) -> None:
+    """Print a conversation: prompts, answers, tool calls and results; a subagent's
+    turn (*subagents*) indented under the result of the call that ran it."""
+    _print(messages, out, as_json, subagents)
+
+
+class _Out(Protocol):
+    def write(self, text: str, /) -> int: ...
+
+
+@final
+class _Indented:
+    """*out* with every line it is given started with *indent*."""
+
+    def __init__(self, out: _Out, indent: str) -> None:
+        self._out, self._indent = out, indent
+
+    def write(self, text: str, /) -> int:
+        lines = text.split("\n")
+        return self._out.write("\n".join(self._indent + x if x else x for x in lines))
+
+
+def _print(
+    messages: Sequence[Message], out: _Out, as_json: bool, subagents: Sequence[SubagentTurn]
+) -> None:
+    runs = {r.tool_use_id: r for r in subagents}
     for m in messages:
         if as_json:
             record = {"type": type(m).__name__, "message": m.to_api()}
@@ -105,13 +139,17 @@ def print_transcript(messages: Sequence[Message], out: IO[str], *, as_json: bool
                     mark = "✗" if b.is_error else "✓"
                     content = b.content if isinstance(b.content, str) else "[blocks]"
                     out.write(f"  {mark} {b.tool_use_id}: {preview(content)}\n")
+                    run = runs.get(b.tool_use_id)
+                    if run is not None:
+                        out.write(f"    [subagent {run.agent}: {run.end.reason}]\n")
+                        _print(run.end.messages, _Indented(out, "    "), False, run.end.subagents)
                 elif isinstance(b, TextBlock):
                     out.write(f"\n> {b.text}\n")
             continue
         _print_answer(m, out)
 
 
-def _print_answer(m: AssistantMessage, out: IO[str]) -> None:
+def _print_answer(m: AssistantMessage, out: _Out) -> None:
     for b in m.content:
         if isinstance(b, TextBlock):
             out.write(f"{b.text}\n")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, final
 
 import attrs
@@ -137,6 +138,7 @@ class Session:
     _messages: list[Message] = attrs.field(factory=list[Message], kw_only=True, alias="messages")
     _usage: Usage = attrs.field(factory=lambda: Usage(cost_usd=0.0), init=False)
     _turn_usage: Usage = attrs.field(factory=lambda: Usage(cost_usd=0.0), init=False)
+    _subagent_usage: dict[str, Usage] = attrs.field(factory=dict[str, Usage], init=False)
     _writer: TranscriptWriter | None = attrs.field(default=None, init=False)
     _truncate_to: int | None = attrs.field(default=None, init=False)
     _control: TurnControl | None = attrs.field(default=None, init=False)
@@ -254,6 +256,12 @@ class Session:
         """Token usage summed over every model call of every turn, with its
         ``cost_usd`` (None once a call's price was unknown)."""
         return self._usage
+
+    @property
+    def subagent_usage(self) -> Mapping[str, Usage]:
+        """The usage of each subagent (:func:`trio_agent.subagent`) over every turn,
+        by name, its own subagents' included; :attr:`usage` counts it already."""
+        return MappingProxyType(self._subagent_usage)
 
     @property
     def cost(self) -> float | None:
@@ -505,6 +513,11 @@ class Session:
                 self._pending = event.pending
                 if self.transcript_path is not None:
                     self._open_writer().append_pending(event.pending)
+            for run in event.subagents:
+                spent = self._subagent_usage.get(run.agent, Usage(cost_usd=0.0))
+                self._subagent_usage[run.agent] = spent + run.end.usage
+                if self.transcript_path is not None:
+                    self._open_writer().append_subagent(run)
 
 
 @final

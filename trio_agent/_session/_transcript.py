@@ -7,12 +7,18 @@ File format (UTF-8, one JSON object per line)::
     {"type": "assistant", "message": {<AssistantMessage.to_api()>}, "ts": ...}
     {"type": "history", "messages": [...], "ts": ...}
     {"type": "pending", "pending": {"calls": [...], "results": [...]}, "ts": ...}
+    {"type": "subagent", "agent": "...", "tool_use_id": "...", "reason": "...",
+     "turns": 2, "usage": {...}, "messages": [...], "subagents": [...], "ts": ...}
 
 A ``history`` line replaces the whole history at once (after a compaction, or when
 the loop rewrote the turn's messages, e.g. dropping a failed attempt); being one
 line, it is as atomic as the others. A ``pending`` line says that the tool calls
 of the last message await approval (:class:`~trio_agent.PendingApprovals`): they
-stay unanswered (not repaired) until a later message line answers them.
+stay unanswered (not repaired) until a later message line answers them. A
+``subagent`` line is a subagent's turn that the tool call ``tool_use_id`` ran
+(:func:`trio_agent.subagent`), its own subagents' turns nested in it: it is not part
+of the history (a resumed session does not replay it); :attr:`Transcript.subagents`
+holds it, and ``trio-agent replay`` shows it under its call.
 
 Each line is written with a single ``os.write`` of the whole line, newline
 included, on a file opened with ``O_APPEND``, so a crash leaves at most one torn
@@ -31,12 +37,12 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, final
+from typing import Any, Final, cast, final
 
 import attrs
 
 from .._exceptions import TranscriptError, TrioAgentError, excerpt
-from .._loop import PendingApprovals
+from .._loop import PendingApprovals, SubagentTurn, TurnEnd, TurnEndReason
 from .._messages import (
     AssistantMessage,
     ContentBlock,
@@ -44,6 +50,7 @@ from .._messages import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+    Usage,
     UserMessage,
     json_depth,
     message_from_api,
@@ -160,6 +167,10 @@ class TranscriptWriter:
         """Append one line saying that the last message's *pending* calls await approval."""
         self._write({"type": "pending", "pending": pending.to_api(), "ts": _now()})
 
+    def append_subagent(self, run: SubagentTurn) -> None:
+        """Append one line recording a subagent's turn (its own subagents nested)."""
+        self._write({**_subagent_record(run), "ts": _now()})
+
     def sync(self) -> None:
         """Make every line written so far durable (``fsync``)."""
         if self._fd is not None:
@@ -186,6 +197,8 @@ class Transcript:
         repaired_tool_use_ids: tool_use ids answered with a synthetic result.
         pending: the tool calls of the last message that await approval, if any
             (then that message's tool uses are not all answered).
+        subagents: the subagents' turns the session's tool calls ran, in the order
+            they were recorded (not part of *messages*).
     """
 
     model: str | None
@@ -195,6 +208,54 @@ class Transcript:
     torn_line: bool = False
     repaired_tool_use_ids: tuple[str, ...] = ()
     pending: PendingApprovals | None = None
+    subagents: tuple[SubagentTurn, ...] = ()
+
+
+def _subagent_record(run: SubagentTurn) -> dict[str, Any]:
+    end = run.end
+    return {
+        "type": "subagent",
+        "agent": run.agent,
+        "tool_use_id": run.tool_use_id,
+        "reason": str(end.reason),
+        "turns": end.turns,
+        "usage": end.usage.to_api(),
+        "messages": [m.to_api() for m in end.messages],
+        "subagents": [_subagent_record(r) for r in end.subagents],
+    }
+
+
+def _read_subagent(record: Mapping[str, Any], lineno: int, raw: bytes) -> SubagentTurn:
+    """A ``subagent`` record back as a :class:`SubagentTurn` (its history as written:
+    it is shown, never sent)."""
+    agent, tool_use_id = record.get("agent"), record.get("tool_use_id")
+    usage, turns, nested = record.get("usage"), record.get("turns"), record.get("subagents", [])
+    if not (
+        isinstance(agent, str)
+        and isinstance(tool_use_id, str)
+        and isinstance(usage, Mapping)
+        and isinstance(turns, int)
+        and isinstance(nested, list)
+    ):
+        raise TranscriptError(f"line {lineno}: a bad subagent record: {excerpt(raw)}")
+    try:
+        reason = TurnEndReason(record.get("reason"))
+        spent = Usage.from_api(cast("Mapping[str, Any]", usage))
+    except (TrioAgentError, TypeError, ValueError) as exc:
+        raise TranscriptError(f"line {lineno}: a bad subagent record: {exc}") from exc
+    end = TurnEnd(
+        reason=reason,
+        usage=spent,
+        messages=tuple(_history(record, lineno, raw)),
+        turns=turns,
+        subagents=tuple(
+            _read_subagent(cast("Mapping[str, Any]", r), lineno, raw)
+            if isinstance(r, Mapping)
+            else _read_subagent({}, lineno, raw)
+            for r in cast("list[Any]", nested)
+        ),
+    )
+    return SubagentTurn(agent, tool_use_id, end)
 
 
 def _parse_line(raw: bytes, lineno: int) -> Mapping[str, Any]:
@@ -349,6 +410,7 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
     lines: list[int] = []  # the line of each message
     valid_length = 0
     pending: PendingApprovals | None = None
+    subagents: list[SubagentTurn] = []
     torn = False
     offset = 0
     lineno = 0
@@ -378,6 +440,8 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
             messages = _history(record, lineno, raw)
             lines = [lineno] * len(messages)
             pending = None
+        elif kind == "subagent":
+            subagents.append(_read_subagent(record, lineno, raw))
         elif kind == "pending":
             try:
                 pending = PendingApprovals.from_api(record.get("pending"))
@@ -399,6 +463,7 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
         torn_line=torn,
         repaired_tool_use_ids=ids,
         pending=pending,
+        subagents=tuple(subagents),
     )
 
 
