@@ -1,0 +1,190 @@
+"""The pytest plugin (entry point pytest11): its fixtures used here, in this suite, and
+a user's test file recorded with ``--record`` then replayed, in real pytest processes.
+
+``test_weather_agent`` replays ``cassettes/test_cassette_plugin/test_weather_agent.json``,
+recorded by ``pytest --record tests/testing/test_cassette_plugin.py::test_weather_agent``
+from the scripted model on a loopback socket (standing in for the API).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from trio_agent import AnthropicClient, RetryPolicy, Session, TextBlock, ToolUseBlock, tool
+from trio_agent.testing import ScriptedAnswer, ScriptedModel, serve_scripted_model
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+
+async def test_the_scripted_model_fixture_is_a_fresh_model(
+    scripted_model: ScriptedModel, autojump_clock: Any
+) -> None:
+    assert isinstance(scripted_model, ScriptedModel)
+    assert scripted_model.remaining == ()
+    scripted_model.append(ScriptedAnswer(blocks=[TextBlock("hi")]))
+    session = Session(scripted_model.client(), [], model="claude-test")
+    async with session.submit("hello") as events:
+        async for _ in events:
+            pass
+    assert len(scripted_model.requests) == 1
+    assert session.messages[-1].text == "hi"  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def _weather_answers() -> list[ScriptedAnswer]:
+    return [
+        ScriptedAnswer(
+            blocks=[TextBlock("Checking."), ToolUseBlock("toolu_w", "weather", {"city": "Oslo"})],
+            stop_reason="tool_use",
+        ),
+        ScriptedAnswer(blocks=[TextBlock("Snow in Oslo.")]),
+    ]
+
+
+@tool
+async def weather(city: str) -> str:
+    "The weather in a city."
+    await trio.sleep(0.1)
+    return f"snow in {city}"
+
+
+@pytest.mark.cassette(tools="replay")
+async def test_weather_agent(cassette: Any, cassette_clock: Any) -> None:
+    async with contextlib_server(cassette.recording) as url:
+        real = AnthropicClient(api_key="sk-test", base_url=url, retry=RetryPolicy.never())
+        async with cassette.client(real) as client:
+            session = Session(client, cassette.tools([weather]), model="claude-test")
+            async with session.submit("weather in Oslo?") as events:
+                async for _ in events:
+                    pass
+    assert session.messages[-1].text == "Snow in Oslo."  # pyright: ignore[reportAttributeAccessIssue]
+    if not cassette.recording:
+        assert cassette.model is not None
+        assert len(cassette.model.requests) == 2
+        assert cassette.model.tool_mode == "replay"
+
+
+def contextlib_server(recording: bool) -> Any:
+    """The stand-in API on 127.0.0.1 while recording; no server at all when replaying."""
+    import contextlib
+
+    if recording:
+        return serve_scripted_model(ScriptedModel(_weather_answers()))
+    return contextlib.nullcontext("http://127.0.0.1:9")  # nothing listens: replay is offline
+
+
+USER_TEST = """
+import contextlib
+
+import pytest
+import trio
+from trio_agent import AnthropicClient, RetryPolicy, Session, TextBlock
+from trio_agent.testing import ScriptedAnswer, ScriptedModel, Timing, serve_scripted_model
+
+
+async def _ask(cassette, prompt):
+    server = (
+        serve_scripted_model(ScriptedModel([ScriptedAnswer(
+            blocks=[TextBlock("recorded answer")], timing=Timing(token_delay=0.5))]))
+        if cassette.recording else contextlib.nullcontext("http://127.0.0.1:9")
+    )
+    async with server as url:
+        real = AnthropicClient(api_key="sk-ant-SECRET", base_url=url, retry=RetryPolicy.never())
+        async with cassette.client(real) as client:
+            session = Session(client, [], model="claude-test")
+            async with session.submit(prompt) as events:
+                async for _ in events:
+                    pass
+    return session
+
+
+async def test_agent(cassette, cassette_clock):
+    start = trio.current_time()
+    session = await _ask(cassette, "hello there")
+    assert session.messages[-1].text == "recorded answer"
+    print("ELAPSED", trio.current_time() - start, "RECORDING", cassette.recording)
+
+
+@pytest.mark.cassette(path="cassettes/test_user/test_agent.json")
+async def test_changed_prompt(cassette, cassette_clock):
+    await _ask(cassette, "hello again")
+
+
+@pytest.mark.cassette(path="cassettes/never_recorded.json")
+async def test_missing(cassette, cassette_clock):
+    await _ask(cassette, "hello")
+"""
+
+
+def _pytest(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *args],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_user_test_records_with_record_then_replays(tmp_path: Path) -> None:
+    """Two real pytest runs of a user's file: ``--record`` (against a loopback server),
+    then a replay without any server: the same prompt passes in virtual time, a changed
+    prompt fails naming the field, a cassette never recorded says how to record it."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\ntrio_mode = true\n")
+    (tmp_path / "test_user.py").write_text(USER_TEST)
+    cassette = tmp_path / "cassettes" / "test_user" / "test_agent.json"
+
+    recorded = _pytest(tmp_path, "--record", "-k", "test_agent")
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert "RECORDING True" in recorded.stdout
+    text = cassette.read_text()
+    assert "SECRET" not in text
+    data = json.loads(text)
+    assert data["interactions"][0]["request"]["body"]["messages"][0]["content"] == "hello there"
+    # recorded in real time: the answer's tokens came 0.5 s apart
+    assert sum(c[0] for c in data["interactions"][0]["response"]["chunks"]) >= 0.5
+
+    replayed = _pytest(tmp_path, "-rA")
+    out = replayed.stdout
+    assert replayed.returncode == 1, out + replayed.stderr
+    assert "2 failed, 1 passed in" in out
+    assert "RECORDING False" in out
+    assert "PASSED test_user.py::test_agent" in out
+    # the changed prompt: the first differing field, both values
+    assert "FAILED test_user.py::test_changed_prompt" in out
+    assert "CassetteMismatch" in out
+    assert "body.messages[0].content" in out
+    assert '"hello there"' in out
+    assert '"hello again"' in out
+    # never recorded: how to record it
+    assert "record it with `pytest --record`" in out
+    assert cassette.read_text() == text  # replaying never writes the cassette
+
+
+async def test_a_replay_that_stops_early_fails_at_teardown(autojump_clock: Any) -> None:
+    from trio_agent import TurnOptions
+    from trio_agent.testing._pytest_plugin import CassetteFixture
+
+    path = Path(__file__).parent / "cassettes" / "test_cassette_plugin" / "test_weather_agent.json"
+    fixture = CassetteFixture(path, recording=False, tool_mode="replay")
+    real = AnthropicClient(api_key="sk-test", base_url="http://127.0.0.1:9")
+    async with fixture.client(real) as client:
+        options = TurnOptions(max_turns=1)  # the second recorded request is never made
+        session = Session(client, fixture.tools([weather]), model="claude-test", options=options)
+        async with session.submit("weather in Oslo?") as events:
+            async for _ in events:
+                pass
+    assert fixture.model is not None
+    assert len(fixture.model.requests) == 1
+    with pytest.raises(pytest.fail.Exception, match=r"made 1 requests; .* recorded 2"):
+        fixture.check()
