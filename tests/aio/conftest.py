@@ -9,10 +9,17 @@ that every Trio guest run the test used has stopped with no task of its own left
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+import importlib.util
+import socket
+import sys
+import types
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import uvicorn
 
 import trio_agent.aio as aio
 from trio_agent import DEFAULT_MODEL
@@ -54,3 +61,53 @@ def _guest_run_of(loop: asyncio.AbstractEventLoop) -> aio.GuestRun | None:
 def run_asyncio() -> Callable[[Callable[[], Awaitable[Any]]], Any]:
     """``run_asyncio(main)``: ``asyncio.run(main())``, checked (see the module doc)."""
     return _run_checked
+
+
+# -- the example app under a real uvicorn ---------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fastapi_app.py"
+
+
+def _load_example() -> types.ModuleType:
+    name = "trio_agent_example_fastapi_app"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, EXAMPLE)
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # pydantic and FastAPI resolve its annotations there
+        spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def example() -> types.ModuleType:
+    """examples/fastapi_app.py, imported."""
+    return _load_example()
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Any, **config: Any) -> AsyncIterator[tuple[str, uvicorn.Server]]:
+    """*app* under a real uvicorn server on 127.0.0.1 (a random port), in this loop:
+    yields its base URL and the server; stops it (and waits for that) on exit."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(256)  # clients may connect before uvicorn accepts: they queue
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="on", http="h11", ws="none", **config)
+    )
+    serve = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        yield f"http://127.0.0.1:{port}", server
+    finally:
+        server.should_exit = True
+        await serve
+        sock.close()
+
+
+@pytest.fixture
+def serve_app() -> Callable[..., Any]:
+    """``async with serve_app(app, **uvicorn_config) as (url, server)``."""
+    return serving
