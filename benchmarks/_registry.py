@@ -11,7 +11,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from . import _caching, _durable, _e2e, _micro, _micro2, _pipeline, _rule_decision, _scale, _storm
+from . import (
+    _aio,
+    _caching,
+    _durable,
+    _e2e,
+    _micro,
+    _micro2,
+    _pipeline,
+    _rule_decision,
+    _scale,
+    _storm,
+)
 from ._config import Benchmark
 from ._scenarios import SCENARIOS
 
@@ -65,6 +76,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "durable",
         "durable turns (DBOS, SQLite) vs plain Session: sessions/s, per-turn overhead",
         _durable.bench_durable,
+    ),
+    Benchmark(
+        "aio",
+        "a turn through trio_agent.aio (asyncio, guest mode) vs trio.run: CPU, latency/event",
+        _aio.bench_aio,
     ),
     Benchmark(
         "rule_decision",
