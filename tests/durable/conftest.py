@@ -4,6 +4,7 @@ session by the state of its conversation, and worker subprocesses."""
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import json
 import os
@@ -24,6 +25,7 @@ import trio
 
 from trio_agent import TextBlock, ToolUseBlock
 from trio_agent.testing import (
+    Faults,
     ScriptedAnswer,
     ScriptedModel,
     Timing,
@@ -36,12 +38,25 @@ ROOT = HERE.parent.parent
 FAST = Timing(first_event_delay=0.0, token_delay=0.0)
 
 
+#: Seconds the gate call's answer of a prompt with "cut-stream" stalls before its end.
+CUT_STALL = 3.0
+
+
 class TurnModel(ScriptedModel):
     """Answers each request by where its conversation is: effect, then gate, then text.
 
     Counts the assistant messages since the last prompt (a user message with text),
-    so any number of sessions can interleave on one server.
+    so any number of sessions can interleave on one server. For a prompt with
+    "cut-stream", the gate call's answer stalls ``cut_stall`` seconds after the
+    gate's tool_use block (before ``message_delta``): the gate runs (tools start
+    mid-stream) while its answer is not yet recorded. ``asked`` counts the requests
+    by (prompt, step).
     """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.asked: collections.Counter[tuple[str, int]] = collections.Counter()
+        self.cut_stall = CUT_STALL
 
     def respond(self, method, path, headers, content):
         body = json.loads(content)
@@ -58,19 +73,30 @@ class TurnModel(ScriptedModel):
             else:
                 step += 1
         n = sum(1 for m in messages if m["role"] == "assistant")
+        self.asked[prompt, step] += 1
+        faults = Faults()
         if step == 0:
             blocks = [ToolUseBlock(f"toolu_effect_{n}", "effect", {"note": prompt})]
         elif step == 1:
-            blocks = [ToolUseBlock(f"toolu_gate_{n}", "gate", {})]
+            # A fresh id each time: the answer asked again differs, as a real model's does.
+            blocks = [ToolUseBlock(f"toolu_gate_{n}_{self.asked[prompt, step]}", "gate", {})]
+            if "cut-stream" in prompt:
+                end = len(ScriptedAnswer(blocks=blocks, timing=FAST).events()) - 2
+                faults = Faults(stall_before_event=end, stall_seconds=self.cut_stall)
         else:
             blocks = [TextBlock(f"done: {prompt}")]
-        self.append(ScriptedAnswer(blocks=blocks, timing=FAST))
+        self.append(ScriptedAnswer(blocks=blocks, timing=FAST, faults=faults))
         return super().respond(method, path, headers, content)
 
 
 @pytest.fixture
-async def model_url() -> AsyncIterator[str]:
-    async with serve_scripted_model(TurnModel()) as url:
+def turn_model() -> TurnModel:
+    return TurnModel()
+
+
+@pytest.fixture
+async def model_url(turn_model: TurnModel) -> AsyncIterator[str]:
+    async with serve_scripted_model(turn_model) as url:
         yield url
 
 

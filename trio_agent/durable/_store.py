@@ -31,6 +31,7 @@ from typing import Any, cast, final
 import attrs
 import sqlalchemy as sa
 import sqlalchemy.exc
+from sqlalchemy.dialects import postgresql, sqlite
 from dbos._schemas import SCHEMA_PLACEHOLDER
 from dbos._schemas.system_database import SystemSchema
 
@@ -349,22 +350,36 @@ class SqlSessionStore:
 
     def record(self, turn_id: str, key: str, value: Any) -> None:
         """Record *value* under *key* for *turn_id* (the first record of a key wins)."""
+        self.record_many(turn_id, [(key, value)])
+
+    def record_many(self, turn_id: str, records: Sequence[tuple[str, Any]]) -> None:
+        """Record each ``(key, value)`` of *records* for *turn_id*, in one transaction
+        (the first record of a key wins, whoever wrote it).
+
+        One ``INSERT ... ON CONFLICT DO NOTHING``: two workers recording the same key
+        at once (a paused worker woken after another took its turn over) both
+        succeed, and the journal keeps the first value. A read-then-insert raced
+        there: the second writer's insert failed, and the turn with it.
+        """
+        if not records:
+            return
+        rows = [{"turn_id": turn_id, "key": k, "value": _dumps(v)} for k, v in records]
         with _db(f"record in the journal of turn {turn_id}"), self.engine.begin() as conn:
-            exists = conn.execute(
-                sa.select(_JOURNAL.c.key).where(
-                    (_JOURNAL.c.turn_id == turn_id) & (_JOURNAL.c.key == key)
-                )
-            ).first()
-            if exists is None:
-                conn.execute(
-                    _JOURNAL.insert().values(turn_id=turn_id, key=key, value=_dumps(value))
-                )
+            conn.execute(self._insert_new(_JOURNAL), rows)
+
+    def _insert_new(self, table: sa.Table) -> sa.Insert:
+        """``INSERT`` into *table* that skips rows whose key is already there."""
+        if self.engine.dialect.name == "postgresql":
+            return postgresql.insert(table).on_conflict_do_nothing()
+        return sqlite.insert(table).on_conflict_do_nothing()
 
     # -- ownership of turns ---------------------------------------------------------
 
-    def _check_owner(self, conn: sa.Connection, turn_id: str, owner: str) -> None:
+    def _check_owner(
+        self, conn: sa.Connection, turn_id: str, owner: str, *, lock: bool = True
+    ) -> None:
         query = sa.select(_WORKFLOWS.c.owner_xid).where(_WORKFLOWS.c.workflow_uuid == turn_id)
-        if self.system_schema is not None:
+        if lock and self.system_schema is not None:
             query = query.with_for_update()  # a takeover waits for this commit, or wins
         mapped = conn.execution_options(
             schema_translate_map={SCHEMA_PLACEHOLDER: self.system_schema}
@@ -375,6 +390,12 @@ class SqlSessionStore:
                 f"turn {turn_id} was taken over by another worker (this worker missed its"
                 " lease): its result here is dropped, the other worker's stands"
             )
+
+    def check_owner(self, turn_id: str, owner: str) -> None:
+        """Raise :class:`FencedError` if *owner* (a DBOS execution's ownership token) no
+        longer owns the turn *turn_id*'s workflow."""
+        with _db(f"read the owner of turn {turn_id}"), self.engine.connect() as conn:
+            self._check_owner(conn, turn_id, owner, lock=False)
 
     # -- heartbeats -----------------------------------------------------------------
 

@@ -99,6 +99,12 @@ class _Worker:
             except FencedError as exc:
                 logger.warning("%s", exc)
                 raise _WorkerStopped from None
+            except Exception as exc:
+                # A worker woken after a takeover may fail before its commit (a journal
+                # write, the model): its error must not end a turn another worker runs.
+                if owner is not None and await self._taken_over(turn_id, owner, exc):
+                    raise _WorkerStopped from None
+                raise
             finally:
                 self.running.discard(scope)
                 if self.stopping and not self.running:
@@ -106,6 +112,17 @@ class _Worker:
         if summary is None:  # cancelled: the worker is stopping
             raise _WorkerStopped
         return summary
+
+    async def _taken_over(self, turn_id: str, owner: str, exc: Exception) -> bool:
+        """Whether *turn_id* was taken over from this execution (logged, with *exc*)."""
+        try:
+            await trio.to_thread.run_sync(self.store.check_owner, turn_id, owner)
+        except FencedError as fenced:
+            logger.warning("%s (it failed here: %r)", fenced, exc)
+            return True
+        except DurableError:  # the database cannot say: the error stands
+            return False
+        return False
 
     async def _turn(
         self,
