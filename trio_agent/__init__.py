@@ -145,6 +145,13 @@ _EXPORTS: dict[str, str] = {
     "ToolContext": "._tools",
     "ToolOutput": "._tools",
     "tool": "._tools",
+    "TurnInfo": "._tools",
+    "SubagentTurn": "._loop",
+    "SubagentText": "._subagent",
+    "SubagentToolFinished": "._subagent",
+    "SubagentToolProgress": "._subagent",
+    "SubagentToolStarted": "._subagent",
+    "subagent": "._subagent",
 }
 
 if _typing.TYPE_CHECKING:
@@ -194,6 +201,7 @@ if _typing.TYPE_CHECKING:
     from ._loop import PermissionRules as PermissionRules
     from ._loop import QueryEvent as QueryEvent
     from ._loop import Stall as Stall
+    from ._loop import SubagentTurn as SubagentTurn
     from ._loop import TextDelta as TextDelta
     from ._loop import ThinkingDelta as ThinkingDelta
     from ._loop import ToolInputDelta as ToolInputDelta
@@ -238,9 +246,15 @@ if _typing.TYPE_CHECKING:
     from ._session import Transcript as Transcript
     from ._session import read_transcript as read_transcript
     from ._session import repair_history as repair_history
+    from ._subagent import SubagentText as SubagentText
+    from ._subagent import SubagentToolFinished as SubagentToolFinished
+    from ._subagent import SubagentToolProgress as SubagentToolProgress
+    from ._subagent import SubagentToolStarted as SubagentToolStarted
+    from ._subagent import subagent as subagent
     from ._tools import Tool as Tool
     from ._tools import ToolContext as ToolContext
     from ._tools import ToolOutput as ToolOutput
+    from ._tools import TurnInfo as TurnInfo
     from ._tools import tool as tool
 else:
     __all__ = sorted(_EXPORTS)

@@ -9,6 +9,12 @@ its rank among identical calls of that answer, so a recorded result answers the
 same call again even when the model, asked again, gives it another id. What is
 not recorded runs again: a tool that had started but not returned, a tool that
 raised, a model answer cut before its end.
+
+A tool call that runs a turn of its own (a :func:`trio_agent.subagent`) journals that
+turn under its own key: its model calls are ``<call key>/model/<n>``, and its tools
+(a subagent's are wrapped too) ``<call key>/tool/...``, counted apart from the
+parent's calls; once the call's result is recorded, a re-run answers it from the
+record and the nested turn does not run again.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import trio
 from .. import AssistantMessage, ContentBlock, ModelClient, Tool, ToolContext, ToolOutput
 from .._model import StreamArguments
 from .._retry import RetryPolicy
+from .._subagent import SubagentRunner
 from ..lowlevel import (
     RecoverableModelClient,
     RetryObserver,
@@ -45,6 +52,9 @@ _TURN_ID: contextvars.ContextVar[str] = contextvars.ContextVar("trio_agent_durab
 _CALL_KEYS: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
     "trio_agent_durable_call_keys"
 )
+# The journal key of the tool call whose run the task is in: a turn it runs (a
+# subagent's) is journaled under it. Absent at the turn's own level.
+_SCOPE: contextvars.ContextVar[str] = contextvars.ContextVar("trio_agent_durable_scope")
 
 
 def current_turn_id() -> str | None:
@@ -98,6 +108,15 @@ def _decode(record: Mapping[str, Any]) -> ToolOutput:
     return ToolOutput(blocks, is_error=bool(record.get("is_error", False)))
 
 
+@attrs.define(eq=False)
+class _Nested:
+    """The model-call counters of a turn run inside a tool call (see the module)."""
+
+    calls: int = 0
+    current: int = 0
+    ranks: Counter[str] = attrs.field(factory=Counter[str])
+
+
 @final
 @attrs.define(eq=False)
 class TurnJournal:
@@ -113,6 +132,7 @@ class TurnJournal:
     replayed_tools: int = 0
     _ranks: Counter[str] = attrs.field(factory=Counter[str])
     _keys: dict[str, str] = attrs.field(factory=dict[str, str])
+    _nested: dict[str, _Nested] = attrs.field(factory=dict[str, _Nested])
 
     def bind(self) -> None:
         """Make this the calling task's turn (its tools inherit it): :func:`current_turn_id`
@@ -144,17 +164,35 @@ class TurnJournal:
 
     def _wrap(self, tool: Tool) -> Any:
         run = tool.run
+        if isinstance(run, SubagentRunner):  # its turn's tools are journaled too
+            run = attrs.evolve(run, tools=tuple(self.tools(run.tools)))
 
         async def journaled(input: Mapping[str, Any], ctx: ToolContext) -> Any:
-            base = _call_key(self.current, tool.name, input, 0)[: -len("/0")]
-            rank = self._ranks[base]
-            self._ranks[base] += 1
+            scope = _SCOPE.get(None)
+            nested = None if scope is None else self._nested.setdefault(scope, _Nested())
+            current, ranks = (
+                (self.current, self._ranks)
+                if nested is None
+                else (
+                    nested.current,
+                    nested.ranks,
+                )
+            )
+            base = _call_key(current, tool.name, input, 0)[: -len("/0")]
+            if scope is not None:
+                base = f"{scope}/{base}"
+            rank = ranks[base]
+            ranks[base] += 1
             key = f"{base}/{rank}"
             self._keys[ctx.tool_use_id] = key
             if key in self.recorded:
                 self.replayed_tools += 1
                 return _decode(self.recorded[key])
-            value = await run(input, ctx)
+            token = _SCOPE.set(key)  # a turn the tool runs is journaled under its key
+            try:
+                value = await run(input, ctx)
+            finally:
+                _SCOPE.reset(token)
             await self._record(key, _encode(value))
             return value
 
@@ -166,7 +204,18 @@ class TurnJournal:
         The index moves on only past an answer: a call cut short (and retried by the
         loop, streamed or as its last resort) leaves its index to the call that answers,
         so a re-run replays that answer at the same place, and a tool the cut call had
-        started keeps its key in the retry."""
+        started keeps its key in the retry. Inside a tool call's run, the calls are
+        those of the turn it runs, counted under the call's key."""
+        scope = _SCOPE.get(None)
+        if scope is not None:
+            nested = self._nested.setdefault(scope, _Nested())
+            index = nested.current = nested.calls
+            nested.ranks.clear()
+            data = self.recorded.get(f"{scope}/model/{index}")
+            if data is None:
+                return index, None
+            nested.calls = index + 1
+            return index, _assistant(data)
         index = self.current = self.calls
         self._ranks.clear()
         data = self.recorded.get(f"model/{index}")
@@ -176,6 +225,11 @@ class TurnJournal:
         return index, _assistant(data)
 
     async def record_answer(self, index: int, message: AssistantMessage) -> None:
+        scope = _SCOPE.get(None)
+        if scope is not None:
+            await self._record(f"{scope}/model/{index}", message.to_api())
+            self._nested.setdefault(scope, _Nested()).calls = index + 1
+            return
         await self._record(f"model/{index}", message.to_api())
         self.calls = index + 1
 
