@@ -236,21 +236,41 @@ class SubagentRunner:
     max_depth: int
 
     async def __call__(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
+        output, _end = await self.call(input, ctx)
+        return output
+
+    async def call(
+        self,
+        input: Mapping[str, Any],
+        ctx: ToolContext,
+        *,
+        tools: Sequence[Tool] | None = None,
+        client: Any = None,
+    ) -> tuple[ToolOutput, TurnEnd | None]:
+        """The call's result, and the subagent's ``TurnEnd`` (None: it did not run).
+        *tools* (None: the subagent's) and *client* (None: the parent turn's) are
+        for the layers that wrap them (tracing)."""
         parent = ctx.turn
         if parent is None:
             return ToolOutput(
                 f"Error: {self.name} runs only inside a turn (query() or a Session).",
                 is_error=True,
-            )
+            ), None
         depth = parent.depth + 1
         if depth > self.max_depth:
             return ToolOutput(
                 f"Error: {self.name} was not run: subagents nest at most {self.max_depth}"
                 " deep. Do the task without delegating it.",
                 is_error=True,
-            )
-        end = await self.run_turn(parent, str(input["prompt"]), ctx, tools=self.tools)
-        return self.result(end)
+            ), None
+        end = await self.run_turn(
+            parent,
+            str(input["prompt"]),
+            ctx,
+            tools=self.tools if tools is None else tools,
+            client=client,
+        )
+        return self.result(end), end
 
     async def run_turn(
         self,
@@ -262,8 +282,7 @@ class SubagentRunner:
         client: Any = None,
     ) -> TurnEnd:
         """Run the subagent's turn for *prompt* to its ``TurnEnd`` (recorded in
-        *parent*), its events reported as the call's progress. *client* (None: the
-        parent's) and *tools* are for the layers that wrap them (tracing)."""
+        *parent*), its events reported as the call's progress."""
         control = TurnControl()
         done = False
         end: TurnEnd | None = None

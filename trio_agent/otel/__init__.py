@@ -15,7 +15,9 @@ of spans:
 
 Tool spans are children of the turn's span, set explicitly: Trio copies the
 spawning task's context, so a tool started while the answer streams would
-otherwise hang under the model call. Without ``opentelemetry-api`` nothing is
+otherwise hang under the model call. A subagent's call (:func:`trio_agent.subagent`)
+is an ``execute_tool`` span whose child is the subagent's own ``invoke_agent``
+span, its ``chat`` and ``execute_tool`` spans under it. Without ``opentelemetry-api`` nothing is
 imported and :func:`traced_submit` is ``session.submit``.
 
 Example::
@@ -46,6 +48,7 @@ from .. import (
     _util,
 )
 from .._models import price_provider
+from .._subagent import SubagentRunner
 from ._client import traced_client
 from ._spans import MAX_STATUS_CHARS, Turn, attributes_of, bounded, error, trace_api, usage
 
@@ -103,7 +106,7 @@ async def traced_submit(
     )
     turn = Turn(tracer, span)
     session.client = traced_client(client, turn, provider)
-    session.tools = [attrs.evolve(t, run=_traced_tool(turn, t)) for t in tools]
+    session.tools = [attrs.evolve(t, run=_traced_tool(turn, t, client, provider)) for t in tools]
     try:
         async with (
             session.submit(prompt, approvals=approvals) as events,
@@ -118,8 +121,10 @@ async def traced_submit(
         span.end()
 
 
-def _traced_tool(turn: Turn, tool: Tool) -> Any:
-    """*tool*'s ``run`` under an ``execute_tool`` span, its progress as span events."""
+def _traced_tool(turn: Turn, tool: Tool, client: Any, provider: str) -> Any:
+    """*tool*'s ``run`` under an ``execute_tool`` span, its progress as span events
+    (a subagent's turn under an ``invoke_agent`` span of its own, child of that one;
+    *client* is the untraced client its calls are made with)."""
     run = tool.run
 
     async def traced(input: Mapping[str, Any], ctx: ToolContext) -> Any:
@@ -139,7 +144,10 @@ def _traced_tool(turn: Turn, tool: Tool) -> Any:
 
         traced_ctx = ToolContext(ctx.tool_use_id, ctx.tool_name, ctx.context, report=report)
         try:
-            value = await run(input, traced_ctx)
+            if isinstance(run, SubagentRunner):
+                value = await _traced_subagent(turn, span, run, input, traced_ctx, client, provider)
+            else:
+                value = await run(input, traced_ctx)
         except BaseException as exc:
             error(span, exc)
             raise
@@ -148,6 +156,50 @@ def _traced_tool(turn: Turn, tool: Tool) -> Any:
         return value
 
     return traced
+
+
+async def _traced_subagent(
+    turn: Turn,
+    call_span: Span,
+    run: SubagentRunner,
+    input: Mapping[str, Any],
+    ctx: ToolContext,
+    client: Any,
+    provider: str,
+) -> Any:
+    """The subagent's call with its turn under an ``invoke_agent`` span, child of the
+    call's ``execute_tool`` span *call_span*."""
+    assert trace_api is not None
+    parent = ctx.turn
+    model = run.model if run.model is not None else (parent.model if parent else "")
+    span = turn.tracer.start_span(
+        bounded(f"invoke_agent {run.name}"),
+        context=trace_api.set_span_in_context(call_span),
+        attributes=attributes_of(
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.provider.name": provider,
+                "gen_ai.agent.name": run.name,
+                "gen_ai.request.model": model,
+            }
+        ),
+    )
+    child = Turn(turn.tracer, span)
+    try:
+        # ctx.turn.client is the parent's traced client: the child's calls go through
+        # the client the session was given, traced under the child's span.
+        tools = [attrs.evolve(t, run=_traced_tool(child, t, client, provider)) for t in run.tools]
+        output, end = await run.call(
+            input, ctx, tools=tools, client=traced_client(client, child, provider)
+        )
+        if end is not None:
+            _turn_end(span, end)
+        return output
+    except BaseException as exc:
+        error(span, exc)
+        raise
+    finally:
+        span.end()
 
 
 def _repr(data: object) -> str:
