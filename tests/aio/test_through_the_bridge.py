@@ -1,16 +1,19 @@
 """The other Trio parts from asyncio, through trio_agent.aio: MCP servers (a real
-stdio server process, held open with open_in_trio) and the OpenAI client (over a
-real loopback socket)."""
+stdio server process, held open with open_in_trio), the OpenAI client (over a
+real loopback socket) and a durable client (a real worker process, SQLite)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import trio_agent.aio as aio
 from trio_agent import OpenAIClient, RetryPolicy, TextBlock, ToolUseBlock, TurnEndReason
+from trio_agent.durable import DurableClient
 from trio_agent.mcp import open_mcp_tools
 from trio_agent.testing import (
     ScriptedAnswer,
@@ -96,5 +99,36 @@ def test_the_openai_client_through_the_bridge(run_asyncio: Any) -> None:
         assert model.requests[0].path == "/v1/responses"
         assert model.connections >= 1  # a real socket
         check_history(session.messages, strict=True)
+
+    run_asyncio(main)
+
+
+def test_a_durable_turn_through_the_bridge(run_asyncio: Any, tmp_path: Path) -> None:
+    """A DurableClient from asyncio: submit (sync, in a thread), the result awaited
+    in Trio with run_in_trio; a real worker process runs the turn."""
+    url = f"sqlite:///{tmp_path / 'agents.sqlite'}"
+    env = dict(os.environ)
+    here = Path(__file__).resolve().parent
+    env["PYTHONPATH"] = os.pathsep.join([str(here), *filter(None, [env.get("PYTHONPATH")])])
+    code = "import sys; from trio_agent._cli import main; sys.exit(main())"
+    argv = [sys.executable, "-c", code, "worker", "--app", "durable_aio_app:agent"]
+    argv += ["--database-url", url, "--executor-id", "aio-w1"]
+
+    async def main() -> None:
+        client = await asyncio.to_thread(DurableClient.connect, url, agent="aio-test")
+        with open(tmp_path / "worker.log", "wb") as log:
+            worker = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            handle = await asyncio.to_thread(client.submit, "s1", "Shout your name.")
+            summary = await aio.run_in_trio(handle.wait)
+            history = await asyncio.to_thread(client.history, "s1")
+        finally:
+            worker.terminate()
+            await asyncio.to_thread(worker.wait)
+            await asyncio.to_thread(client.close)
+        assert summary.reason == TurnEndReason.COMPLETED, (tmp_path / "worker.log").read_text()
+        assert summary.text == "shouted S1"
+        check_history(history, strict=True)
+        assert len(history) == 4
 
     run_asyncio(main)
