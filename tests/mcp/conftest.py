@@ -200,3 +200,29 @@ def per_call_mcp_tools() -> list[Tool]:
         for t in listed
         if t.name.removeprefix("mcp__p__") in HARNESS_TOOLS
     ]
+
+
+CONFORMANCE_DIR = Path(__file__).with_name("conformance")
+
+
+def _harness_module() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "mcp_conformance_harness", CONFORMANCE_DIR / "harness.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def conformance_harness() -> tuple[Path, dict[str, str]]:
+    """The pinned MCP conformance harness (and node 22 to run it), installed from
+    the npm registry if .ci/run has not already: its executable and environment.
+    A machine where it cannot be installed fails the tests that need it, saying why."""
+    harness = _harness_module()
+    try:
+        return harness.ensure_harness()
+    except harness.HarnessUnavailable as exc:
+        pytest.fail(f"the MCP conformance harness is needed and cannot be installed: {exc}")

@@ -9,8 +9,12 @@ or HTTP (streamable HTTP)::
     {"type": "http", "url": "https://host/mcp", "headers": {"Authorization": "Bearer ${KEY}"}}
 
 ``${VAR}`` and ``${VAR:-default}`` are expanded, as Claude Code does, in ``command``,
-``args``, ``env``, ``url`` and ``headers``. Besides those, an entry may give
-``"timeout"``: the per-call timeout in seconds.
+``args``, ``env``, ``url``, ``headers`` and ``oauth``. Besides those, an entry may give
+``"timeout"``: the per-call timeout in seconds; an HTTP one ``"oauth"``: its OAuth
+client (Claude Code's keys, see :class:`OAuthSettings`)::
+
+    {"type": "http", "url": "https://host/mcp",
+     "oauth": {"clientId": "abc", "clientSecret": "${SECRET}", "callbackPort": 8080}}
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeAlias, cast
+from typing import Any, Literal, TypeAlias, cast
 
 import attrs
 
@@ -30,6 +34,7 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "HttpServerConfig",
     "MCPConfigError",
+    "OAuthSettings",
     "ServerConfig",
     "StdioServerConfig",
     "load_mcp_config",
@@ -79,14 +84,44 @@ class StdioServerConfig:
 
 
 @attrs.frozen
+class OAuthSettings:
+    """A server entry's ``"oauth"`` object (Claude Code's keys).
+
+    ``clientId`` / ``clientSecret``: a pre-registered client (else dynamic client
+    registration, or ``clientMetadataUrl``'s client ID metadata document when the
+    authorization server supports it); ``callbackPort``: the redirect URI's port
+    (``http://localhost:PORT/callback``; default: a free port, kept with the
+    registration); ``scopes``: the scopes to ask for (space-separated; default:
+    what the server says); ``grantType``: ``"authorization_code"`` (default) or
+    ``"client_credentials"`` (no user: ``clientSecret``, or ``privateKey``, a PEM
+    key for ``private_key_jwt``); ``tokenEndpointAuthMethod``:
+    ``client_secret_basic`` (default) or ``client_secret_post``.
+    """
+
+    client_id: str | None = None
+    client_secret: str | None = attrs.field(default=None, repr=False)
+    callback_port: int | None = None
+    scopes: str | None = None
+    client_metadata_url: str | None = None
+    grant_type: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post"] = (
+        "client_secret_basic"
+    )
+    private_key: str | None = attrs.field(default=None, repr=False)
+    signing_algorithm: str = "ES256"
+
+
+@attrs.frozen
 class HttpServerConfig:
-    """A server reached over streamable HTTP."""
+    """A server reached over streamable HTTP (OAuth when it asks for it, see
+    :class:`OAuthSettings`)."""
 
     url: str
     headers: Mapping[str, str] = attrs.field(
         factory=dict[str, str], converter=_str_dict, repr=lambda h: f"<{len(h)} headers>"
     )
     timeout: float | None = attrs.field(default=None, validator=_check_timeout)
+    oauth: OAuthSettings = attrs.field(factory=OAuthSettings)
 
 
 ServerConfig: TypeAlias = StdioServerConfig | HttpServerConfig
@@ -147,6 +182,63 @@ def _timeout(raw: Mapping[str, Any], server: str) -> float | None:
     return float(value)
 
 
+#: ``"oauth"`` keys (Claude Code's, and ours) -> OAuthSettings fields.
+_OAUTH_KEYS = {
+    "clientId": "client_id",
+    "clientSecret": "client_secret",
+    "callbackPort": "callback_port",
+    "scopes": "scopes",
+    "clientMetadataUrl": "client_metadata_url",
+    "grantType": "grant_type",
+    "tokenEndpointAuthMethod": "token_endpoint_auth_method",
+    "privateKey": "private_key",
+    "signingAlgorithm": "signing_algorithm",
+}
+_OAUTH_CHOICES = {
+    "grantType": ("authorization_code", "client_credentials"),
+    "tokenEndpointAuthMethod": ("client_secret_basic", "client_secret_post"),
+}
+
+
+def _oauth(raw: Any, server: str, env: Mapping[str, str]) -> OAuthSettings:
+    if raw is None:
+        return OAuthSettings()
+    if not isinstance(raw, Mapping):
+        raise MCPConfigError(
+            f"must be an object, not {type(raw).__name__}", server=server, field="oauth"
+        )
+    fields: dict[str, Any] = {}
+    for key, value in cast("Mapping[Any, Any]", raw).items():
+        where = f"oauth.{key}"
+        if key not in _OAUTH_KEYS:
+            known = ", ".join(sorted(_OAUTH_KEYS))
+            raise MCPConfigError(f"unknown key (known: {known})", server=server, field=where)
+        if key == "callbackPort":
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 65536:
+                raise MCPConfigError(
+                    f"must be a port number (1-65535), not {value!r}", server=server, field=where
+                )
+            fields["callback_port"] = value
+            continue
+        if not isinstance(value, str) or not value:
+            raise MCPConfigError(
+                f"must be a non-empty string, not {type(value).__name__}",
+                server=server,
+                field=where,
+            )
+        value = _expand(value, env, server, where)
+        if key in _OAUTH_CHOICES and value not in _OAUTH_CHOICES[key]:
+            raise MCPConfigError(
+                f"must be one of {', '.join(_OAUTH_CHOICES[key])}, not {value!r}",
+                server=server,
+                field=where,
+            )
+        if key == "clientMetadataUrl" and not value.startswith("https://"):
+            raise MCPConfigError("must be an https:// URL", server=server, field=where)
+        fields[_OAUTH_KEYS[key]] = value
+    return OAuthSettings(**fields)
+
+
 def parse_server_config(
     server: str, raw: Any, *, env: Mapping[str, str] | None = None
 ) -> ServerConfig:
@@ -188,7 +280,10 @@ def parse_server_config(
         if not url.startswith(("http://", "https://")):
             raise MCPConfigError(f"must be an http(s) URL, not {url!r}", server=server, field="url")
         return HttpServerConfig(
-            url=url, headers=_string_map(raw, "headers", server, env), timeout=_timeout(raw, server)
+            url=url,
+            headers=_string_map(raw, "headers", server, env),
+            timeout=_timeout(raw, server),
+            oauth=_oauth(raw.get("oauth"), server, env),
         )
     raise MCPConfigError(
         f"unsupported server type {kind!r} (use 'stdio' or 'http')", server=server, field="type"

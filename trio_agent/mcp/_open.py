@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, cast
@@ -14,6 +15,8 @@ import trio
 
 from .._exceptions import ToolDefinitionError, unwrap_single
 from .._tools import Tool, ToolContext, ToolOutput
+from ._auth import Authorize, TokenStorageFactory
+from ._client import Elicit, MCPRoots, MCPSampling, roots_of
 from ._config import (
     DEFAULT_CALL_TIMEOUT,
     HttpServerConfig,
@@ -24,7 +27,7 @@ from ._config import (
 )
 from ._convert import DEFAULT_MAX_RESULT_CHARS, MCPToolInfo, input_schema, mcp_tool_name, tool_info
 from ._schema import InputValidator, schema_problem
-from ._server import InProcessServer, LowLevelServer, MCPServer, Server
+from ._server import ClientHooks, InProcessServer, LowLevelServer, MCPServer, Server
 
 __all__ = ["DEFAULT_STARTUP_TIMEOUT", "mcp_tool_info", "open_mcp_tools"]
 
@@ -203,6 +206,11 @@ def open_mcp_tools(
     call_timeout: float = DEFAULT_CALL_TIMEOUT,
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+    elicit: Elicit | None = None,
+    sampling: MCPSampling | None = None,
+    roots: MCPRoots | Sequence[str | os.PathLike[str]] | None = None,
+    authorize: Authorize | None = None,
+    token_storage: TokenStorageFactory | None = None,
 ) -> AbstractAsyncContextManager[list[Tool]]:
     """Start every server at once and yield their tools, named ``mcp__<server>__<tool>``.
 
@@ -224,6 +232,24 @@ def open_mcp_tools(
             (and the server an MCP cancellation); a server's ``"timeout"`` wins.
         startup_timeout: seconds a server has to start and list its tools.
         max_result_chars: characters of text a result keeps; the rest is cut.
+        elicit: answers a server's elicitation (``async (ElicitationRequest) ->
+            ElicitationAnswer``; form mode, and URL mode); an accepted form gets
+            the schema's defaults for what it leaves out. None: the client does
+            not announce elicitation.
+        sampling: answers a server's ``sampling/createMessage`` with a model
+            (:class:`MCPSampling`: the client, the model, a decision per
+            request). None (the default): sampling is not offered.
+        roots: the roots announced (``roots/list``): paths, or an
+            :class:`MCPRoots` whose ``set()`` sends ``roots/list_changed``.
+            None: the current directory.
+        authorize: the user's OAuth step for an HTTP server that needs it
+            (``async (AuthorizationRequest) -> redirected URL``;
+            :func:`loopback_authorize` opens or prints the page and receives the
+            redirect on 127.0.0.1). None: such a server fails to start with
+            "needs authorization" (stored tokens are still used).
+        token_storage: ``(server name, URL) -> TokenStorage`` (the SDK's protocol);
+            default: a 0600 file per server under
+            ``$XDG_STATE_HOME/trio-agent/mcp-oauth``.
 
     Example::
 
@@ -242,6 +268,19 @@ def open_mcp_tools(
         raise ValueError(f"max_result_chars must be a positive int, not {max_result_chars!r}")
     if not isinstance(servers, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise MCPConfigError(f"servers must be a mapping of names, not {type(servers).__name__}")
+    if elicit is not None and not callable(elicit):
+        raise TypeError(f"elicit must be an async callable, not {type(elicit).__name__}")
+    if authorize is not None and not callable(authorize):
+        raise TypeError(f"authorize must be an async callable, not {type(authorize).__name__}")
+    if sampling is not None and not isinstance(sampling, MCPSampling):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"sampling must be an MCPSampling, not {type(sampling).__name__}")
+    hooks = ClientHooks(
+        roots_of(roots),
+        elicit=elicit,
+        sampling=sampling,
+        authorize=authorize,
+        token_storage=token_storage,
+    )
     in_process = {n: c for n, c in servers.items() if isinstance(c, MCPServer | LowLevelServer)}
     parsed = parse_servers({n: c for n, c in servers.items() if n not in in_process})
     configs: dict[str, ServerConfig | InProcessServer] = {**parsed, **in_process}
@@ -252,6 +291,7 @@ def open_mcp_tools(
             call_timeout=_timeout(config, call_timeout),
             startup_timeout=startup_timeout,
             max_result_chars=max_result_chars,
+            hooks=hooks,
         )
         for name, config in configs.items()
     ]

@@ -14,7 +14,7 @@ import math
 import os
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import attrs
 import httpx2
@@ -24,18 +24,30 @@ import trio
 # The SDK's own in-memory transport (what ``mcp.Client(server)`` uses); it has no
 # public name yet.
 from mcp.client._memory import InMemoryTransport
+from mcp.client.auth import OAuthFlowError, TokenStorage
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server as LowLevelServer
 from mcp.server.mcpserver import MCPServer
 
 from .._tools import ToolContext, ToolOutput
+from ._auth import Authorize, NeedsAuthorization, TokenStorageFactory, oauth_provider
+from ._client import (
+    Elicit,
+    MCPRoots,
+    MCPSampling,
+    client_info,
+    elicitation_callback,
+    log_message,
+    route_sdk_logs,
+)
 from ._config import HttpServerConfig, ServerConfig, StdioServerConfig
 from ._convert import tool_output
 from ._stdio import open_stdio
 
-__all__ = ["InProcessServer", "MCPProgress", "Server"]
+__all__ = ["ClientHooks", "InProcessServer", "MCPProgress", "Server"]
 
 logger = logging.getLogger("trio_agent.mcp")
+route_sdk_logs()
 
 #: An in-process server (the SDK's ``MCPServer`` or low-level ``Server``).
 InProcessServer = MCPServer | LowLevelServer[Any]
@@ -69,6 +81,17 @@ async def _log_stderr(server: str, stream: trio.lowlevel.FdStream) -> None:
         logger.info("[%s stderr] %s", server, pending.decode(errors="replace"))
 
 
+@attrs.frozen
+class ClientHooks:
+    """What the client answers servers with (see ``open_mcp_tools``' arguments)."""
+
+    roots: MCPRoots
+    elicit: Elicit | None = None
+    sampling: MCPSampling | None = None
+    authorize: Authorize | None = None
+    token_storage: TokenStorageFactory | None = None
+
+
 def _transport(
     server: Server, config: ServerConfig | InProcessServer, stderr: _StderrPipe | None
 ) -> AbstractAsyncContextManager[Any]:
@@ -76,19 +99,61 @@ def _transport(
         assert stderr is not None
         return open_stdio(server.name, config, stderr=stderr.errlog.fileno(), on_exit=server.exited)
     if isinstance(config, HttpServerConfig):
-        return _http(config)
+        return _http(server, config)
     return InMemoryTransport(config)
 
 
+@attrs.frozen
+class _Refusal:
+    """An HTTP answer of 400 or more to a request for the server's own URL."""
+
+    status: int
+    reason: str
+    url: str
+
+
 @asynccontextmanager
-async def _http(config: HttpServerConfig) -> AsyncGenerator[Any]:
+async def _http(server: Server, config: HttpServerConfig) -> AsyncGenerator[Any]:
     # The SDK's default timeouts (30 s, reads 300 s: a response may stay open).
     timeout = httpx2.Timeout(30.0, read=300.0)
+    auth: httpx2.Auth | None = None
+    if not any(k.lower() == "authorization" for k in config.headers):
+        # OAuth acts only on a 401/403; a static Authorization header is the user's choice.
+        auth = await oauth_provider(
+            server.name,
+            config.url,
+            config.oauth,
+            _storage(server, config),
+            server.hooks.authorize,
+            on_authorizing=server.authorizing,
+        )
+
+    async def note(response: httpx2.Response) -> None:
+        await trio.lowlevel.checkpoint()
+        if str(response.request.url) != config.url:
+            return
+        if response.status_code >= 400:
+            server.refusal = _Refusal(response.status_code, response.reason_phrase, config.url)
+        else:
+            server.refusal = None
+
     async with (
-        httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout) as client,
+        httpx2.AsyncClient(
+            headers=dict(config.headers),
+            timeout=timeout,
+            auth=auth,
+            event_hooks={"response": [note]},
+        ) as client,
         streamable_http_client(config.url, http_client=client) as streams,
     ):
         yield streams
+
+
+def _storage(server: Server, config: HttpServerConfig) -> TokenStorage:
+    from ._auth import default_token_storage
+
+    factory = server.hooks.token_storage or default_token_storage
+    return factory(server.name, config.url)
 
 
 @attrs.define(eq=False)
@@ -130,9 +195,38 @@ class Server:
     listed: list[dict[str, Any]] = attrs.field(factory=list[dict[str, Any]])
     #: Why the server cannot take calls (None while it can).
     failure: str | None = None
+    hooks: ClientHooks = attrs.field(factory=lambda: ClientHooks(MCPRoots([os.getcwd()])))
+    #: The last HTTP refusal of the server's URL (an HTTP server only).
+    refusal: _Refusal | None = None
     _session: mcp.ClientSession | None = None
     _closing: trio.Event = attrs.field(factory=trio.Event)
     _calls: set[trio.CancelScope] = attrs.field(factory=set[trio.CancelScope])
+    _startup: trio.CancelScope | None = None
+
+    def authorizing(self, active: bool) -> None:
+        """The user's OAuth step started (True) or ended: the start-up deadline
+        waits for a person, then counts again from the end of the step."""
+        if self._startup is not None:
+            self._startup.deadline = (
+                math.inf if active else trio.current_time() + self.startup_timeout
+            )
+
+    def _session_for(self, read: Any, write: Any) -> mcp.ClientSession:
+        hooks = self.hooks
+        name = self.name
+
+        async def logging_callback(params: mcp.types.LoggingMessageNotificationParams) -> None:
+            await log_message(name, params)
+
+        return mcp.ClientSession(
+            read,
+            write,
+            sampling_callback=hooks.sampling.callback(name) if hooks.sampling else None,
+            elicitation_callback=elicitation_callback(name, hooks.elicit) if hooks.elicit else None,
+            list_roots_callback=hooks.roots.callback(),
+            logging_callback=logging_callback,
+            client_info=client_info(),
+        )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Connect, list the tools, report started, and hold the connection until
@@ -146,25 +240,31 @@ class Server:
                 with trio.CancelScope(
                     deadline=trio.current_time() + self.startup_timeout
                 ) as startup:
+                    self._startup = startup
                     async with (
                         _transport(self, self.config, stderr) as (read, write),
-                        mcp.ClientSession(read, write) as session,
+                        self._session_for(read, write) as session,
                     ):
                         if stderr is not None:
                             stderr.errlog.close()  # the child has its own copy
                         await session.initialize()
                         self.listed = await _list_tools(session)
+                        self._startup = None
                         startup.deadline = math.inf
                         self._session = session
+                        self.hooks.roots.attach(session)
                         task_status.started()
                         task_status = trio.TASK_STATUS_IGNORED
                         await self._closing.wait()
                 if startup.cancelled_caught:
                     self._fail(f"did not start within {self.startup_timeout:g} s")
             except Exception as exc:
-                self._fail(_describe(exc))
+                self._fail(self._why(exc))
             finally:
+                if self._session is not None:
+                    self.hooks.roots.detach(self._session)
                 self._session = None
+                self._startup = None
                 if stderr is not None:
                     stderr.stop()
         # Only reached without a cancellation (a cancelled start is not a start).
@@ -173,6 +273,22 @@ class Server:
             task_status.started()
         elif self.failure is not None:
             logger.warning("MCP server %r stopped: %s", self.name, self.failure)
+
+    def _why(self, exc: BaseException) -> str:
+        """Why the server failed: an HTTP refusal says its status, and for 401/403
+        that the server needs authorization and how to give it."""
+        oauth = _find(exc, OAuthFlowError)
+        refusal = self.refusal
+        if refusal is None:
+            return f"OAuth failed: {oauth}" if oauth is not None else _describe(exc)
+        said = f"HTTP {refusal.status} {refusal.reason} from {refusal.url}".rstrip()
+        if refusal.status not in (401, 403):
+            return said
+        if isinstance(oauth, NeedsAuthorization):
+            return f"{said}: {oauth}"
+        how = str(NeedsAuthorization(self.name)).removeprefix("needs authorization: ")
+        detail = f" (OAuth: {oauth})" if oauth is not None else ""
+        return f"{said}: needs authorization{detail}; {how}"
 
     def close(self) -> None:
         """Let :meth:`run` leave its connection (bounded by the SDK's shutdown)."""
@@ -237,6 +353,25 @@ async def _list_tools(session: mcp.ClientSession) -> list[dict[str, Any]]:
         if not cursor or cursor in seen:
             return listed
         seen.add(cursor)
+
+
+def _find(exc: BaseException, kind: type[OAuthFlowError]) -> OAuthFlowError | None:
+    """The first *kind* in *exc*, its groups and its causes."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        one = todo.pop()
+        if id(one) in seen:
+            continue
+        seen.add(id(one))
+        if isinstance(one, kind):
+            return one
+        if isinstance(one, BaseExceptionGroup):
+            todo.extend(cast("BaseExceptionGroup[BaseException]", one).exceptions)
+        for linked in (one.__cause__, one.__context__):
+            if linked is not None:
+                todo.append(linked)
+    return None
 
 
 def _describe(exc: BaseException) -> str:
