@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol, TypeAlias, cast, final
 import attrs
 
 from ._messages import Message
+from ._output import OutputValidator, output_spec
 from ._permissions import CanUseTool
 from ._retry import RetryPolicy
 
@@ -157,6 +158,20 @@ def _hooks(value: Any) -> tuple[StopHook, ...]:
     return cast("tuple[StopHook, ...]", hooks)
 
 
+def _check_output_type(_inst: Any, _attr: Any, value: Any) -> None:
+    output_spec(value)  # TypeError / ValueError naming output_type
+
+
+def _validators(value: Any) -> tuple[OutputValidator, ...]:
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | tuple | list):
+        raise TypeError(f"output_validators must be a sequence of callables, not {value!r:.80}")
+    validators = tuple(cast("Sequence[object]", value))
+    for validator in validators:
+        if not callable(validator):
+            raise TypeError(f"output_validators must hold callables, not {validator!r:.80}")
+    return cast("tuple[OutputValidator, ...]", validators)
+
+
 def _body(value: Any) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise TypeError(f"extra_body must be a mapping, not {value!r:.80}")
@@ -230,6 +245,18 @@ class TurnOptions:
         default=DEFAULT_MAX_STOP_HOOK_BLOCKS, validator=_int_at_least(0, optional=False)
     )
     """The turn ends (``stop_hook_limit``) when the stop hooks would block it more often than this."""
+
+    # -- typed output -------------------------------------------------------------------
+    output_type: Any = attrs.field(default=None, validator=_check_output_type, hash=False)
+    """The type of the turn's final result (an attrs class, dataclass, TypedDict, Literal, enum, list of those) or a JSON Schema mapping; ``TurnEnd.output`` holds the validated value (None: free text)."""
+    output_validators: tuple[OutputValidator, ...] = attrs.field(default=(), converter=_validators)
+    """``(value) -> None`` (or async) run on each typed output; raising ``OutputRejected(reason)`` sends the reason back for another answer."""
+    output_retries: int = attrs.field(default=1, validator=_int_at_least(0, optional=False))
+    """How many invalid or rejected outputs are sent back for another answer before the turn ends ``output_invalid``."""
+    output_mode: Literal["auto", "native", "tool"] = attrs.field(
+        default="auto", validator=attrs.validators.in_(("auto", "native", "tool"))
+    )
+    """How the model is given ``output_type``: ``"native"`` the provider's structured output, ``"tool"`` a final-result tool it must call, ``"auto"`` native where the client supports it."""
 
     # -- compaction -------------------------------------------------------------------
     compactor: Compactor | None = attrs.field(default=None, validator=_check_callable)

@@ -12,7 +12,8 @@ required unless it has a default. The hints understood, and their JSON Schema:
 ``Literal[a, b, ...]``                 ``enum`` (str, int, float, bool or None values)
 ``X | None``, ``Optional[X]``, unions  ``anyOf``
 a ``TypedDict``                        ``object`` with its keys, no others
-an attrs class                         ``object`` with its fields, no others
+an attrs class, a dataclass            ``object`` with its fields, no others
+an ``enum.Enum``                       ``enum`` of its members' values
 ``Annotated[X, "text"]``               X, with ``"text"`` as its description
 =====================================  ============================================
 
@@ -31,6 +32,8 @@ a float; ``number`` accepts ints as Python's ``float`` hint does.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import inspect
 import re
 import types
@@ -118,7 +121,24 @@ def _schema(hint: Any, seen: tuple[Any, ...]) -> dict[str, Any]:
         types_ = _field_types(hint)
         props = {f.alias: _schema(types_[f.name], (*seen, hint)) for f in fields}
         return _object(props, [f.alias for f in fields if f.default is attrs.NOTHING])
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        fields = [f for f in dataclasses.fields(hint) if f.init]
+        hints = _hints(hint)
+        props = {f.name: _schema(hints[f.name], (*seen, hint)) for f in fields}
+        return _object(props, [f.name for f in fields if not _has_default(f)])
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        values = [m.value for m in hint]
+        for value in values:
+            if not isinstance(value, _LITERAL_TYPES):
+                raise _Unsupported(f"{_name(hint)} has a value {value!r} that is not a JSON value")
+        return {"enum": values}
     raise _Unsupported(f"no JSON Schema for the type hint {_name(hint)}")
+
+
+def _has_default(field: dataclasses.Field[Any]) -> bool:
+    return (
+        field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+    )
 
 
 def _object(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -153,8 +173,9 @@ def _name(hint: Any) -> str:
 
 
 def convert(hint: Any, value: Any) -> Any:
-    """*value*, valid for ``schema_for(hint)``, with attrs classes built from their
-    objects (anywhere inside); everything else is left as it is."""
+    """*value*, valid for ``schema_for(hint)``, with attrs classes and dataclasses
+    built from their objects and enum members from their values (anywhere inside);
+    everything else is left as it is."""
     origin = get_origin(hint)
     args = get_args(hint)
     if origin is typing.Annotated:
@@ -177,6 +198,11 @@ def convert(hint: Any, value: Any) -> Any:
         by_alias = {f.alias: f.name for f in attrs.fields(hint) if f.init}
         kwargs = {k: convert(types_[by_alias[k]], v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
         return hint(**kwargs)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint) and isinstance(value, dict):
+        hints = _hints(hint)
+        return hint(**{k: convert(hints[k], v) for k, v in value.items()})  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(value)
     return value
 
 

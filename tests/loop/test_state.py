@@ -62,6 +62,7 @@ def test_reasons_are_the_documented_strings() -> None:
         "non_streaming_fallback",
         "token_budget_continuation",
         "auto_compact",
+        "output_retry",
     }
     assert {r.value for r in TurnEndReason} == {
         "completed",
@@ -73,6 +74,8 @@ def test_reasons_are_the_documented_strings() -> None:
         "stop_hook_limit",
         "awaiting_approval",
         "budget_exhausted",
+        "output_invalid",
+        "prompt_denied",
     }
     assert TurnEndReason.COMPLETED == "completed"
 

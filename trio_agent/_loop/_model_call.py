@@ -41,10 +41,12 @@ from .._model import (
     StreamResult,
 )
 from .._options import TurnOptions
+from .._output import OUTPUT_TOOL_NAME
 from .._permissions import Defer, PermissionDecision
 from .._tools import Tool, ToolContext
 from . import _recovery as rec
 from ._control import TurnControl
+from ._output import OutputTurn, PartialText, partial_from_tool
 from ._state import (
     BlockFinished,
     CacheBust,
@@ -231,6 +233,8 @@ class ModelCaller:
     options: TurnOptions
     control: TurnControl
     send: trio.MemorySendChannel[QueryEvent]
+    #: The typed output (``options.output_type``), or None.
+    output: OutputTurn | None = None
     calls: int = 0
     #: Whether the client takes ``on_retry`` and has ``create()`` (checked once: an
     #: isinstance() against a runtime-checkable Protocol is slow).
@@ -376,6 +380,8 @@ class ModelCaller:
             request["cache"] = self.options.cache
         if self.recoverable:
             request["on_retry"] = self._on_retry(state, attempt)
+        if self.output is not None and self.output.native:
+            request["output_schema"] = self.output.spec.request_schema
         return request
 
     async def _create(
@@ -438,7 +444,10 @@ class ModelCaller:
     ) -> None:
         index = 0
         last: float | None = None
-        inputs = PartialInputs() if self.options.tool_input_deltas else None
+        output = self.output
+        deltas = self.options.tool_input_deltas
+        inputs = PartialInputs() if deltas or (output and not output.native) else None
+        text = PartialText(output.spec, attempt.model_call) if output and output.native else None
         stall_threshold = self.options.stall_threshold
         async with self.client.stream(**self._request(state, attempt)) as items:
             async for item in items:
@@ -454,7 +463,14 @@ class ModelCaller:
                     if item.type == "message_start" and attempt.start is not None:
                         await self._check_cache(state, attempt, attempt.start.usage)
                     if inputs is not None and (partial := inputs.feed(item)) is not None:
-                        await self.send.send(partial)
+                        if deltas:
+                            await self.send.send(partial)
+                        if output is not None and partial.name == OUTPUT_TOOL_NAME:
+                            await self.send.send(
+                                partial_from_tool(output.spec, partial, attempt.model_call)
+                            )
+                    if text is not None and (partial_output := text.feed(item)) is not None:
+                        await self.send.send(partial_output)
                 elif isinstance(item, AssistantMessage):
                     for block in item.content:
                         await self._finished_block(executor, attempt, index, block, nursery)

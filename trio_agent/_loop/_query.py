@@ -60,12 +60,14 @@ from .._messages import AssistantMessage, Message, ToolResultBlock, Usage, UserM
 from .._model import ModelClient, RecoverableModelClient, RetryPolicy
 from .._models import check_model, cost_usd, price_provider
 from .._options import StopHookResult, TurnOptions, check_max_tokens
+from .._output import OutputValidationError, output_spec
 from .._permissions import Allow, Defer, Deny, PermissionDecision, Reject
 from .._tools import Tool, TurnInfo, current_turn, enter_turn, next_agent
 from . import _recovery as rec
 from ._compact import check_compacted
 from ._control import TurnControl
 from ._model_call import Attempt, ModelCaller, Phase
+from ._output import NO_FINAL_CALL, OutputTurn
 from ._state import (
     AttemptDiscarded,
     Compacted,
@@ -100,6 +102,8 @@ class _Loop:
     #: The last attempt discarded for a retry since the last successful call: if
     #: the retries fail, its finished blocks are kept, as a cut answer's are.
     discarded: Attempt | None = None
+    #: The typed output (``options.output_type``), or None.
+    output: OutputTurn | None = None
     #: The subagents' turns the tools ran (TurnInfo.record_subagent), and how many of
     #: them the state's usage counts already.
     subagents: list[SubagentTurn] = attrs.field(factory=list[SubagentTurn])
@@ -268,6 +272,10 @@ class _Loop:
                     TurnEndReason.ABORTED_TOOLS,
                     self._why_aborted(),
                 )
+            if self.output is not None and not self.output.native:
+                ended = await self._tool_output(state, message, results)
+                if ended is not None:
+                    return ended
             return rec.after_tools(state, message, results)
         if outcome is rec.Outcome.ESCALATE:
             state = rec.escalate(state)
@@ -285,6 +293,12 @@ class _Loop:
                 TurnEndReason.ERROR,
                 message="The answer hit max_tokens again after every recovery.",
             )
+        value = None
+        if self.output is not None:
+            checked = await self._answer_output(state, message)
+            if not isinstance(checked, tuple):
+                return checked
+            (value,) = checked
         blocked = await self._stop_hooks(_append(state, message))
         if isinstance(blocked, TurnEnd):
             return blocked
@@ -301,13 +315,85 @@ class _Loop:
             state = rec.stop_hook_block(state, message, blocked)
             await self.send.send(state.messages[-1])
             return state
-        if self.options.token_budget is not None and rec.wants_budget_continuation(
-            state, self.options.token_budget, answer.usage.output_tokens
+        if (
+            self.output is None
+            and self.options.token_budget is not None
+            and rec.wants_budget_continuation(
+                state, self.options.token_budget, answer.usage.output_tokens
+            )
         ):
             state = rec.budget_continue(state, message, self.options.token_budget)
             await self.send.send(state.messages[-1])
             return state
-        return await self._end(_append(state, message), TurnEndReason.COMPLETED)
+        return await self._end(_append(state, message), TurnEndReason.COMPLETED, output=value)
+
+    # -- the typed output ---------------------------------------------------------
+
+    async def _tool_output(
+        self, state: State, message: AssistantMessage, results: UserMessage
+    ) -> State | TurnEnd | None:
+        """After an answer's tools: the turn's end if its final-result call was
+        accepted, a retry (or the end) if it was refused; None without one."""
+        assert self.output is not None
+        calls = self.output.final_calls(message)
+        if not calls:
+            return None
+        for call in calls:
+            if call.id in self.output.accepted:
+                return await self._end(
+                    _append(state, message, results),
+                    TurnEndReason.COMPLETED,
+                    output=self.output.accepted[call.id],
+                )
+        first = calls[0].id
+        reason = self.output.refused.get(first) or _result_text(results, first)
+        return await self._refused(state, message, reason, results)
+
+    async def _answer_output(
+        self, state: State, message: AssistantMessage
+    ) -> tuple[Any] | State | TurnEnd:
+        """The typed output of an answer that ends the turn: ``(value,)``, or the
+        retry (or the end) its refusal makes."""
+        output = self.output
+        assert output is not None
+        if not output.native:
+            return await self._refused(state, message, NO_FINAL_CALL)
+        scope = trio.CancelScope()
+        with self.control.cancelling(scope), scope:
+            try:
+                found = await output.from_text(message)
+            except Exception as exc:  # a validator that failed (not a refusal)
+                return await self._end(_append(state, message), TurnEndReason.ERROR, error=exc)
+            if isinstance(found, tuple):
+                return found
+            return await self._refused(
+                state, message, f"{found}\n\nAnswer again with only the JSON of the final result."
+            )
+        return await self._end(
+            _append(state, message), TurnEndReason.ABORTED_TOOLS, self._why_aborted()
+        )
+
+    async def _refused(
+        self,
+        state: State,
+        message: AssistantMessage,
+        reason: str,
+        results: UserMessage | None = None,
+    ) -> State | TurnEnd:
+        """The typed output of *message* was refused for *reason*: the model is asked
+        again (its tool *results* tell it why, else a message), or, past
+        ``output_retries``, the turn ends ``output_invalid``."""
+        if state.output_attempts >= self.options.output_retries:
+            added = (message,) if results is None else (message, results)
+            error = OutputValidationError(reason, state.output_attempts + 1)
+            return await self._end(
+                _append(state, *added), TurnEndReason.OUTPUT_INVALID, error=error
+            )
+        feedback = None if results is not None else UserMessage(reason)
+        state = rec.output_retry(state, message, feedback, results)
+        if feedback is not None:
+            await self.send.send(feedback)
+        return state
 
     # -- one model call -----------------------------------------------------------
 
@@ -518,6 +604,7 @@ class _Loop:
         error: Exception | None = None,
         message: str | None = None,
         pending: PendingApprovals | None = None,
+        output: Any = None,
     ) -> TurnEnd:
         """The TurnEnd for *state*; a paused answer still aside joins the history."""
         if state.paused is not None:
@@ -536,6 +623,7 @@ class _Loop:
             abort_reason=abort_reason,
             context=state.context,
             pending=pending,
+            output=output,
             subagents=tuple(self.subagents),
         )
 
@@ -583,6 +671,32 @@ def _append(state: State, *messages: Message) -> State:
     return attrs.evolve(state, messages=(*state.messages, *messages), paused=None)
 
 
+def _result_text(results: UserMessage, tool_use_id: str) -> str:
+    """The text of *results*' answer to *tool_use_id* (why a final call was refused)."""
+    for block in results.content:
+        if isinstance(block, ToolResultBlock) and block.tool_use_id == tool_use_id:
+            content = block.content
+            if isinstance(content, str):
+                return content
+            return " ".join(getattr(b, "text", "") for b in content)
+    return "the final result was not accepted"  # pragma: no cover - every call has its result
+
+
+def _native_output(client: ModelClient, model: str, mode: str) -> bool:
+    """Whether the turn's typed output uses the provider's structured output."""
+    if mode == "tool":
+        return False
+    supports = getattr(client, "supports_output_schema", None)
+    if supports is None:
+        if mode == "native":
+            raise ValueError(
+                f"output_mode='native': the client {type(client).__name__} has no structured"
+                " output (no supports_output_schema); use output_mode='tool' or 'auto'"
+            )
+        return False
+    return mode == "native" or bool(supports(model))
+
+
 def _budget_message(state: State, budget: float) -> str:
     cost = state.usage.cost_usd
     if cost is None:
@@ -622,6 +736,7 @@ async def query(
     context: Any = None,
     pending: PendingApprovals | None = None,
     approvals: Mapping[str, PermissionDecision] | None = None,
+    output_type: Any = None,
 ) -> AsyncGenerator[trio.MemoryReceiveChannel[QueryEvent]]:
     """Run one user turn: stream the model, run its tools, recover, until it ends.
 
@@ -660,6 +775,8 @@ async def query(
             them as *approvals* says, then calls the model.
         approvals: ``{tool_use_id: Allow() | Deny(...) | Reject(...) | Defer()}`` for
             the *pending* calls; a pending call left out is deferred again.
+        output_type: sets ``options.output_type`` (the turn's typed result, in
+            ``TurnEnd.output``).
 
     Yields:
         A channel of events: :class:`TextDelta`, :class:`ThinkingDelta`,
@@ -687,6 +804,8 @@ async def query(
             or retired; once per model per process, before the first request.
     """
     options = check_options(options)
+    if output_type is not None:
+        options = attrs.evolve(options, output_type=output_type)
     check_max_tokens(max_tokens)
     check_approvals(messages, pending, approvals)
     provider = price_provider(client)
@@ -698,6 +817,13 @@ async def query(
     receive: trio.MemoryReceiveChannel[QueryEvent]
     send, receive = trio.open_memory_channel(0)
     control = control if control is not None else TurnControl()
+    spec = output_spec(options.output_type)
+    output = None
+    if spec is not None:
+        native = _native_output(client, model, options.output_mode)
+        output = OutputTurn(spec, options.output_validators, native)
+        if not native:
+            tools = (*tools, output.tool())
     caller = ModelCaller(
         client=client,
         tools=tuple(tools),
@@ -705,6 +831,7 @@ async def query(
         options=options,
         control=control,
         send=send,
+        output=output,
     )
     retry = options.retry
     if retry is None:
@@ -717,6 +844,7 @@ async def query(
         send=send,
         retry=retry,
         provider=provider,
+        output=output,
     )
     parent = current_turn()
     loop.turn = TurnInfo(

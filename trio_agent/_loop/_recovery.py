@@ -328,6 +328,29 @@ def stop_hook_block(state: State, message: AssistantMessage, text: str) -> State
     )
 
 
+def output_retry(
+    state: State,
+    message: AssistantMessage,
+    feedback: UserMessage | None,
+    results: UserMessage | None,
+) -> State:
+    """The typed output was refused: append the answer and what tells the model why
+    (its tool results, where the final-result tool answered; else *feedback*), and
+    ask again."""
+    added = (message, results) if results is not None else (message, feedback)
+    return _go(
+        state,
+        TransitionReason.OUTPUT_RETRY,
+        messages=(*state.messages, *(m for m in added if m is not None)),
+        turn_count=state.turn_count + 1,
+        max_tokens_override=None,
+        max_output_tokens_recovery_count=0,
+        has_attempted_compact=False,
+        output_attempts=state.output_attempts + 1,
+        paused=None,
+    )
+
+
 def wants_budget_continuation(state: State, budget: int | None, last_output: int) -> bool:
     """Whether an answer that ended the turn should go on for the output-token
     *budget*: the turn is under 90% of it, and the continuations still pay off

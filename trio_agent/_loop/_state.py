@@ -24,6 +24,7 @@ from .._messages import (
     Usage,
     UserMessage,
 )
+from ._output import PartialOutput
 from ._tool_input import ToolInputDelta
 
 __all__ = [
@@ -391,6 +392,8 @@ class State:
             because of one); hooks receive it.
         stop_hook_blocks: how many times the stop hooks blocked in this turn.
         budget_continuations: token-budget continuations sent in this turn.
+        output_attempts: typed outputs refused in this turn (invalid, or rejected by
+            a validator); at ``output_retries`` the next refusal ends the turn.
         context: the tools' shared context (carried across calls and turns).
         paused: the answer that stopped with ``pause_turn``; it is sent as the last
             (assistant) message of the next request and merged with the
@@ -418,6 +421,7 @@ class State:
     stop_hook_active: bool = False
     stop_hook_blocks: int = 0
     budget_continuations: int = 0
+    output_attempts: int = 0
     context: Any = None
     paused: AssistantMessage | None = None
     usage: Usage = attrs.field(factory=Usage)
@@ -434,6 +438,7 @@ QueryEvent: TypeAlias = (
     TextDelta
     | ThinkingDelta
     | ToolInputDelta
+    | PartialOutput
     | BlockFinished
     | AssistantMessage
     | UserMessage

@@ -21,6 +21,7 @@ translation, the path, the typed errors, and the credentials' headers.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast, final
 
@@ -307,11 +308,22 @@ class _MessagesDecoder:
         return stats.events, stats.pings, stats.ignored
 
 
+#: The Claude models without structured output (``output_config.format``).
+_NO_STRUCTURED_OUTPUT = re.compile(
+    r"^claude-(?:instant|[12]|3|(?:opus|sonnet)-4(?:-0)?(?:-\d{8})?$|(?:opus|sonnet)-4-2025)"
+)
+
+
 @final
 class MessagesProvider(Provider):
     """The Anthropic Messages API (``POST /v1/messages``) as a :class:`Provider`."""
 
     path = "/v1/messages"
+
+    def supports_output_schema(self, model: str) -> bool:
+        """Structured output came with the Claude 4.5 models (and Opus 4.1): the
+        models before them are refused."""
+        return _NO_STRUCTURED_OUTPUT.match(model) is None
 
     def request_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         """The JSON body of a Messages API request.
@@ -339,6 +351,11 @@ class MessagesProvider(Provider):
                 body["system"] = [dict(s) for s in system]
         if request.tools:
             body["tools"] = [_tool_param(t) for t in request.tools]
+        if request.output_schema is not None:
+            # Structured output (GA): the final answer's text is JSON of the schema.
+            body["output_config"] = {
+                "format": {"type": "json_schema", "schema": dict(request.output_schema)}
+            }
         if request.extra_body:
             body.update(request.extra_body)
         if request.cache is not None:

@@ -92,6 +92,11 @@ class ProviderClient(PooledClient, abc.ABC):
     def _edge(self) -> ProviderEdge:
         return ProviderEdge(url=self.url, headers=self._headers(), provider=self.provider)
 
+    def supports_output_schema(self, model: str) -> bool:
+        """Whether requests for *model* may ask for structured output
+        (``output_schema=``); ``TurnOptions(output_mode="auto")`` reads it."""
+        return self.provider.supports_output_schema(model)
+
     def build_request_body(
         self,
         *,
@@ -102,13 +107,16 @@ class ProviderClient(PooledClient, abc.ABC):
         tools: Sequence[ToolLike] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         cache: CacheTTL | None = None,
+        output_schema: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The JSON body of a streaming request, converted from the canonical values.
 
         Raises:
             InvalidRequestError: the history holds a block the API cannot take.
         """
-        request = ModelRequest(model, messages, max_tokens, system, tools, extra_body, cache)
+        request = ModelRequest(
+            model, messages, max_tokens, system, tools, extra_body, cache, output_schema
+        )
         return self.provider.request_body(request, stream=True)
 
     def stream(
@@ -122,6 +130,7 @@ class ProviderClient(PooledClient, abc.ABC):
         extra_body: Mapping[str, Any] | None = None,
         cache: CacheTTL | None = None,
         on_retry: RetryObserver | None = None,
+        output_schema: Mapping[str, Any] | None = None,
     ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[StreamItem]]:
         """Stream one answer: ``async with client.stream(...) as items:``.
 
@@ -134,7 +143,9 @@ class ProviderClient(PooledClient, abc.ABC):
         *extra_body* holds request fields the library does not model, merged into the
         body as they are. *cache* marks prompt-cache breakpoints with that TTL
         (where the provider's API takes them). *on_retry* is called with the error before each retry; when
-        it returns False the error is raised instead.
+        it returns False the error is raised instead. *output_schema* asks the
+        provider's structured output for a final answer whose text is JSON of that
+        schema (see :meth:`supports_output_schema`).
 
         Raises:
             InvalidRequestError: the history cannot be said in the API's terms
@@ -158,6 +169,7 @@ class ProviderClient(PooledClient, abc.ABC):
             tools=tools,
             extra_body=extra_body,
             cache=cache,
+            output_schema=output_schema,
         )
         return open_http_stream(self, self._edge, body, self._pool, on_retry)
 
@@ -172,6 +184,7 @@ class ProviderClient(PooledClient, abc.ABC):
         extra_body: Mapping[str, Any] | None = None,
         cache: CacheTTL | None = None,
         on_retry: RetryObserver | None = None,
+        output_schema: Mapping[str, Any] | None = None,
     ) -> StreamResult:
         """One non-streaming request (``stream: false``): the whole answer at once.
 
@@ -189,7 +202,9 @@ class ProviderClient(PooledClient, abc.ABC):
             APITimeoutError: no answer within :data:`CREATE_TIMEOUT` (600) seconds.
             StreamProtocolError: the body is not an answer of the API.
         """
-        request = ModelRequest(model, messages, max_tokens, system, tools, extra_body, cache)
+        request = ModelRequest(
+            model, messages, max_tokens, system, tools, extra_body, cache, output_schema
+        )
         body = self.provider.request_body(request, stream=False)
         edge = self._edge()  # no credentials: raised here, before anything is sent
         retry = self.retry

@@ -46,6 +46,7 @@ from .._messages import (
 from ._openai_shared import (
     DONE,
     DROPPED,
+    OUTPUT_FORMAT_NAME,
     Event,
     OpenAIProvider,
     block_delta,
@@ -400,6 +401,15 @@ class ChatProvider(OpenAIProvider):
         }
         if request.tools:
             body["tools"] = [_chat_tool(t) for t in request.tools]
+        if request.output_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": OUTPUT_FORMAT_NAME,
+                    "schema": dict(request.output_schema),
+                    "strict": False,
+                },
+            }
         if request.extra_body:
             body.update(request.extra_body)
         body["stream"] = stream

@@ -48,6 +48,7 @@ from .._messages import (
 )
 from ._openai_shared import (
     DROPPED,
+    OUTPUT_FORMAT_NAME,
     Event,
     OpenAIProvider,
     block_delta,
@@ -422,6 +423,15 @@ class ResponsesProvider(OpenAIProvider):
             body["instructions"] = instructions
         if request.tools:
             body["tools"] = [_responses_tool(t) for t in request.tools]
+        if request.output_schema is not None:
+            body["text"] = {
+                "format": {
+                    "type": "json_schema",
+                    "name": OUTPUT_FORMAT_NAME,
+                    "schema": dict(request.output_schema),
+                    "strict": False,
+                }
+            }
         if request.extra_body:
             body.update(request.extra_body)
         body["stream"] = stream

@@ -58,6 +58,7 @@ from ._provider import Provider
 __all__ = [
     "DONE",
     "DROPPED",
+    "OUTPUT_FORMAT_NAME",
     "Event",
     "OpenAIAPI",
     "OpenAIDecoder",
@@ -84,6 +85,9 @@ __all__ = [
 ]
 
 OpenAIAPI: TypeAlias = Literal["responses", "chat"]
+
+#: The name of a structured output's schema in a request (OpenAI asks for one).
+OUTPUT_FORMAT_NAME: Final = "final_result"
 
 #: The decoded form of Chat Completions' ``data: [DONE]`` sentinel.
 DONE: Final[Mapping[str, Any]] = {"type": "[DONE]"}
@@ -377,6 +381,10 @@ class OpenAIProvider(Provider):
 
     request_id_headers = ("x-request-id", "request-id")
     end = "the response was complete"
+
+    def supports_output_schema(self, model: str) -> bool:
+        """OpenAI's structured output (``json_schema``) is taken by its current models."""
+        return True
 
     @abc.abstractmethod
     def translator(self) -> Translator:

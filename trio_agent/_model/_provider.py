@@ -52,6 +52,8 @@ class ModelRequest:
             as they are (after the modelled fields, before ``stream``).
         cache: the TTL of the prompt-cache breakpoints the provider marks (None:
             none); a provider whose API caches on its own ignores it.
+        output_schema: the JSON Schema the final answer's text must be JSON of, in
+            the provider's structured output (None: free text).
     """
 
     model: str
@@ -61,6 +63,7 @@ class ModelRequest:
     tools: Sequence[ToolLike] | None = None
     extra_body: Mapping[str, Any] | None = None
     cache: CacheTTL | None = None
+    output_schema: Mapping[str, Any] | None = None
 
 
 class EventDecoder(Protocol):
@@ -95,6 +98,10 @@ class Provider(abc.ABC):
     path: str
     request_id_headers: tuple[str, ...] = ("request-id",)
     end: str = "message_stop"
+
+    def supports_output_schema(self, model: str) -> bool:
+        """Whether *model* takes ``ModelRequest.output_schema`` (structured output)."""
+        return False
 
     @abc.abstractmethod
     def request_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
