@@ -132,6 +132,13 @@ class GuestRun:
         return self._loop
 
     @property
+    def token(self) -> trio.lowlevel.TrioToken:
+        """The run's Trio token (once started)."""
+        if self._token is None:
+            raise GuestRunClosedError("the Trio guest run has not started")
+        return self._token
+
+    @property
     def stopped(self) -> bool:
         """Whether the Trio run has ended."""
         return self._done.done()
@@ -156,6 +163,12 @@ class GuestRun:
 
     def _on_done(self, result: outcome.Outcome[None]) -> None:
         self._state = "stopped"
+        if isinstance(result, outcome.Error):  # pragma: no cover - a TrioInternalError, a KI
+            # Said now: with no aclose() waiting (a run started on first use) no one
+            # else would see it.
+            self._loop.call_exception_handler(
+                {"message": "trio_agent.aio: the Trio guest run failed", "exception": result.error}
+            )
         if not self._started.done():  # pragma: no cover - main raised before starting
             self._started.set_exception(GuestRunClosedError("the Trio guest run failed to start"))
         self._done.set_result(result)
@@ -200,8 +213,6 @@ class GuestRun:
         wait for the Trio run to finish. Idempotent. Raises the run's own error (a
         ``TrioInternalError``), if it had one."""
         await self._stop()
-        if self._watcher is not None and not self._watcher.done():
-            self._watcher.cancel()
         result = self._done.result()
         if isinstance(result, outcome.Error):  # pragma: no cover - a TrioInternalError
             raise result.error

@@ -137,14 +137,20 @@ class Session:
         ``RunResult`` or raises the turn's error (the same exception). Cancelled,
         it aborts the turn and waits for it to end before ``CancelledError``."""
         session = self._session
+        started = False
+
+        async def run() -> Any:
+            nonlocal started
+            started = True  # and the turn is the session's running one, no checkpoint between
+            return await session.run(prompt, **kwargs)
 
         def abort() -> bool:
-            if not session.running:
+            if not (started and session.running):
                 return False  # not started yet: cancelled in Trio instead
             session.abort()
             return True
 
-        return await call_in_trio(lambda: session.run(prompt, **kwargs), abort)
+        return await call_in_trio(run, abort)
 
     def interrupt(self) -> None:
         """:meth:`trio_agent.Session.interrupt` (scheduled in the Trio run)."""

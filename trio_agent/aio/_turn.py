@@ -113,8 +113,7 @@ class TurnStream(Generic[T]):
             raise RuntimeError("a TurnStream is entered once")
         self._used = True
         run = self._run = await current_guest_run()
-        assert run._token is not None  # pyright: ignore[reportPrivateUsage]
-        self._stream = EventStream(run.loop, run._token, self._capacity)  # pyright: ignore[reportPrivateUsage]
+        self._stream = EventStream(run.loop, run.token, self._capacity)
         self._entered = run.loop.create_future()
         self._done = run.loop.create_future()
         run.start_soon(self._trio, self._refused, turn=self)
