@@ -36,7 +36,7 @@ import attrs
 import trio
 
 from ._exceptions import ToolDefinitionError, unwrap_single
-from ._executor import AbortReason, ToolProgress, ToolResult
+from ._executor import AbortReason, ToolProgress, ToolResult, summarize_call
 from ._loop import (
     BlockFinished,
     SubagentTurn,
@@ -81,7 +81,12 @@ _INPUT_SCHEMA: Final[Mapping[str, Any]] = {
 
 # What a subagent's call reports as its ToolProgress.data. Each names the subagent and
 # its depth (1 under a top-level turn): a subagent's own subagents report through it,
-# unchanged, so a UI nests them by depth.
+# unchanged, so a UI nests them by depth. Each prints as one line, indented by its
+# depth: what the CLI shows as the call's progress.
+
+
+def _indent(depth: int) -> str:
+    return "  " * (depth - 1)
 
 
 @attrs.frozen
@@ -91,6 +96,9 @@ class SubagentText:
     agent: str
     depth: int
     text: str
+
+    def __str__(self) -> str:
+        return f"{_indent(self.depth)}{self.agent}: {' '.join(self.text.split())}"
 
 
 @attrs.frozen
@@ -103,6 +111,9 @@ class SubagentToolStarted:
     name: str
     input: Mapping[str, Any]
 
+    def __str__(self) -> str:
+        return f"{_indent(self.depth)}{self.agent} → {summarize_call(self.name, self.input)}"
+
 
 @attrs.frozen
 class SubagentToolProgress:
@@ -112,6 +123,10 @@ class SubagentToolProgress:
     depth: int
     tool_use_id: str
     data: Any
+
+    def __str__(self) -> str:
+        lines = str(self.data).strip().splitlines()
+        return f"{_indent(self.depth)}{self.agent}   │ {lines[-1] if lines else ''}"
 
 
 @attrs.frozen
@@ -123,6 +138,10 @@ class SubagentToolFinished:
     tool_use_id: str
     is_error: bool
     abort_reason: AbortReason | None = None
+
+    def __str__(self) -> str:
+        mark = "cancelled" if self.abort_reason is not None else "✗" if self.is_error else "✓"
+        return f"{_indent(self.depth)}{self.agent} {mark} {self.tool_use_id}"
 
 
 _NESTED = (SubagentText, SubagentToolStarted, SubagentToolProgress, SubagentToolFinished)
