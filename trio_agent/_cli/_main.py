@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ._demo import add_demo_command
     from ._replay import add_replay_command
     from ._stream import add_stream_command
+    from ._view import add_view_command
     from ._worker import add_worker_commands
 
     commands = parser.add_subparsers(
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_chat_command(commands)
     add_worker_commands(commands)  # worker, submit
     add_stream_command(commands)
+    add_view_command(commands)
     return parser
 
 

@@ -1,0 +1,483 @@
+"""Where the viewer's sessions come from: transcript files, event logs, a database.
+
+Everything is read, never written. A file is one session:
+
+- a transcript (its first line a ``header``: what ``Session(transcript_path=...)``
+  writes): the conversation, its compactions (``history`` lines) and the calls that
+  await approval (``pending``);
+- an event log (lines with a ``type`` and a time ``t``: what ``trio-agent demo --json``
+  and ``run --json`` print): the conversation too, and what only events tell: each
+  turn's end reason, the retries and discarded attempts, the errors, and the
+  timeline of each model call (the ``Timeline`` line).
+
+A durable database (``--database-url``) holds one session per durable session id
+(:class:`DatabaseSource`). A line that cannot be read becomes an error note on the
+page: a transcript is untrusted input, and the viewer shows what it can.
+
+:func:`read_session` returns a :class:`SessionView`: plain data for the pages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, cast
+
+import attrs
+
+from .._messages import Usage
+from .._models import cost_usd
+
+__all__ = [
+    "DatabaseSource",
+    "FileSource",
+    "Item",
+    "SessionView",
+    "file_sessions",
+    "read_session",
+]
+
+#: The most lines read from one file (a larger file is shown up to there, with a note).
+MAX_LINES: Final = 200_000
+
+
+@attrs.define
+class Item:
+    """One thing on a session page.
+
+    ``kind`` is ``"user"`` (``text``), ``"assistant"`` (``blocks``, ``model``,
+    ``usage``, ``calls``: its model call's timeline rows), ``"note"`` (``text``,
+    ``level``: ``"info"``, ``"warn"`` or ``"error"``) or ``"end"`` (``text``: a turn's end).
+    A block is a dict: ``{"type": "text" | "thinking" | "tool_use" | "other", ...}``; a
+    tool use carries its ``result`` (``{"content": str, "is_error": bool}``) once known.
+    """
+
+    kind: str
+    text: str = ""
+    level: str = "info"
+    blocks: list[dict[str, Any]] = attrs.field(factory=list[dict[str, Any]])
+    model: str | None = None
+    usage: dict[str, Any] | None = None
+    timeline: dict[str, Any] | None = None
+
+
+@attrs.define
+class SessionView:
+    """A session as the viewer shows it (list row and page).
+
+    Attributes:
+        id: the page's id (a hash of where the session is).
+        where: the file path, or ``database:<session id>``.
+        kind: ``"transcript"``, ``"events"`` or ``"database"``.
+        title: the first prompt, shortened.
+        model: the model of the header or of the first answer.
+        turns: the user's prompts (an event log: its turn ends).
+        input_tokens, output_tokens: summed over the answers (cache reads and
+            writes counted in input).
+        cost: USD summed over the answers, None when a price is unknown.
+        end: the last turn's end reason (or what the transcript says last).
+        updated: the file's modification time (seconds since the epoch).
+        items: the page's content, in order.
+        version: changes whenever the source changes (for the live update).
+    """
+
+    id: str
+    where: str
+    kind: str
+    title: str = ""
+    model: str | None = None
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = 0.0
+    end: str = ""
+    updated: float = 0.0
+    items: list[Item] = attrs.field(factory=list[Item])
+    version: str = ""
+
+
+def session_id(where: str) -> str:
+    """A stable id for a session's location (URL-safe)."""
+    return hashlib.sha256(where.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message's or tool result's content (a string, or blocks)."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    if isinstance(content, list):
+        for block in cast("list[Any]", content):
+            if isinstance(block, dict):
+                block = cast("dict[str, Any]", block)
+                if block.get("type") == "text":
+                    parts.append(str(block.get("text", "")))
+                elif block.get("type") == "image":
+                    parts.append("[image]")
+                else:
+                    parts.append(json.dumps(block, ensure_ascii=False))
+            else:
+                parts.append(str(block))
+    elif content is not None:
+        parts.append(json.dumps(content, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+@attrs.define
+class _Builder:
+    """Folds messages and events into a :class:`SessionView`'s items and totals."""
+
+    view: SessionView
+    tool_uses: dict[str, dict[str, Any]] = attrs.field(factory=dict[str, dict[str, Any]])
+    turn_answers: list[Item] = attrs.field(factory=list[Item])
+    seen_ids: set[str] = attrs.field(factory=set[str])
+    prompts: int = 0
+
+    def note(self, text: str, level: str = "info") -> None:
+        self.view.items.append(Item("note", text=text, level=level))
+
+    def message(self, data: Any) -> None:
+        if not isinstance(data, dict):
+            self.note(f"not a message: {str(data)[:200]}", "error")
+            return
+        data = cast("dict[str, Any]", data)
+        if data.get("role") == "assistant":
+            self.assistant(data)
+        else:
+            self.user(data)
+
+    def user(self, data: Mapping[str, Any]) -> None:
+        content = data.get("content")
+        texts: list[str] = []
+        if isinstance(content, list):
+            for block in cast("list[Any]", content):
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    block = cast("dict[str, Any]", block)
+                    use = self.tool_uses.get(str(block.get("tool_use_id")))
+                    output = _text_of(block.get("content", ""))
+                    result = {"content": output, "is_error": bool(block.get("is_error", False))}
+                    if use is not None:
+                        use["result"] = result
+                    else:
+                        self.note(f"a tool result for an unknown call: {output[:200]}")
+                else:
+                    texts.append(_text_of([block]))
+        else:
+            texts.append(_text_of(content))
+        text = "\n".join(t for t in texts if t)
+        if text:
+            self.prompts += 1
+            if not self.view.title:
+                self.view.title = " ".join(text.split())[:100]
+            self.view.items.append(Item("user", text=text))
+
+    def assistant(self, data: Mapping[str, Any]) -> None:
+        message_id = data.get("id")
+        if isinstance(message_id, str) and message_id:
+            if message_id in self.seen_ids:
+                return  # a history line repeats what was shown
+            self.seen_ids.add(message_id)
+        blocks: list[dict[str, Any]] = []
+        content = data.get("content")
+        for block in cast("list[Any]", content) if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            block = cast("dict[str, Any]", block)
+            kind = block.get("type")
+            if kind == "text":
+                blocks.append({"type": "text", "text": str(block.get("text", ""))})
+            elif kind == "thinking":
+                blocks.append({"type": "thinking", "text": str(block.get("thinking", ""))})
+            elif kind == "redacted_thinking":
+                blocks.append({"type": "thinking", "text": "[redacted thinking]"})
+            elif kind in ("tool_use", "server_tool_use"):
+                use_id = str(block.get("id", ""))
+                use: dict[str, Any] = {
+                    "type": "tool_use",
+                    "id": use_id,
+                    "name": str(block.get("name", "")),
+                    "input": json.dumps(block.get("input"), ensure_ascii=False, indent=2),
+                    "result": None,
+                }
+                self.tool_uses[use_id] = use
+                blocks.append(use)
+            else:
+                blocks.append({"type": "other", "text": json.dumps(block, ensure_ascii=False)})
+        model = data.get("model") if isinstance(data.get("model"), str) else None
+        if self.view.model is None and model:
+            self.view.model = model
+        usage_data = data.get("usage")
+        usage: dict[str, Any] | None = None
+        if isinstance(usage_data, dict):
+            usage = cast("dict[str, Any]", usage_data)
+            self._count(usage, model or self.view.model)
+        item = Item("assistant", blocks=blocks, model=model, usage=usage)
+        stop = data.get("stop_reason")
+        if isinstance(stop, str):
+            item.text = stop
+            self.view.end = f"stop: {stop}"
+        self.turn_answers.append(item)
+        self.view.items.append(item)
+
+    def _count(self, usage: dict[str, Any], model: str | None) -> None:
+        def n(key: str) -> int:
+            value = usage.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+        self.view.input_tokens += (
+            n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens")
+        )
+        self.view.output_tokens += n("output_tokens")
+        cost = usage.get("cost_usd")
+        if not isinstance(cost, int | float) or isinstance(cost, bool):
+            try:
+                cost = cost_usd(Usage.from_api(usage), model) if model else None
+            except Exception:  # an odd usage from an untrusted file: no price
+                cost = None
+        if self.view.cost is not None:
+            self.view.cost = None if cost is None else self.view.cost + float(cost)
+
+    # -- events --------------------------------------------------------------------
+
+    def event(self, record: Mapping[str, Any]) -> None:
+        kind = record.get("type")
+        if kind in ("AssistantMessage", "UserMessage"):
+            self.message(record.get("message"))
+        elif kind == "Transition":
+            reason = str(record.get("reason", ""))
+            if reason not in ("next_turn", "prompt"):
+                self.note(f"model call {record.get('turn', '?')}: {reason}", "warn")
+        elif kind == "AttemptDiscarded":
+            error = record.get("error")
+            why = f" after {error}" if error else ""
+            self.note(
+                f"model call {record.get('model_call', '?')} discarded{why}:"
+                f" {record.get('reason', '')}",
+                "warn",
+            )
+        elif kind == "ModelFallback":
+            self.note(
+                f"overloaded: falling back from {record.get('from_model')} to"
+                f" {record.get('to_model')}",
+                "warn",
+            )
+        elif kind == "Compacted" or (isinstance(kind, str) and "Compact" in kind):
+            self.note(f"history compacted ({_fields(record)})")
+        elif kind == "TurnEnd":
+            reason = str(record.get("reason", ""))
+            self.view.end = reason
+            self.view.turns += 1
+            error = record.get("error")
+            text = f"turn ended: {reason}"
+            if record.get("turns") is not None:
+                text += f" ({record.get('turns')} model calls)"
+            self.view.items.append(Item("end", text=text, level="info"))
+            if error:
+                self.note(f"error: {error}", "error")
+            pending = record.get("pending")
+            if pending:
+                self.note("tool calls await approval", "warn")
+        elif kind == "Timeline":
+            calls = record.get("calls")
+            if isinstance(calls, list):
+                for item, call in zip(self.turn_answers, cast("list[Any]", calls), strict=False):
+                    if isinstance(call, dict):
+                        item.timeline = cast("dict[str, Any]", call)
+            self.turn_answers = []
+        elif isinstance(kind, str) and kind.endswith("Error"):
+            self.note(f"{kind}: {_fields(record)}", "error")
+
+
+def _fields(record: Mapping[str, Any]) -> str:
+    shown = {k: v for k, v in record.items() if k not in ("type", "t")}
+    return json.dumps(shown, ensure_ascii=False)[:300]
+
+
+def _transcript(builder: _Builder, records: Iterable[Mapping[str, Any]]) -> None:
+    for record in records:
+        kind = record.get("type")
+        if kind == "header":
+            model = record.get("model")
+            if isinstance(model, str) and builder.view.model is None:
+                builder.view.model = model
+        elif kind in ("user", "assistant"):
+            builder.message(record.get("message"))
+        elif kind == "history":
+            messages = record.get("messages")
+            count = len(cast("list[Any]", messages)) if isinstance(messages, list) else 0
+            builder.note(f"history replaced ({count} messages): a compaction or a rewrite")
+            for message in cast("list[Any]", messages) if isinstance(messages, list) else []:
+                if isinstance(message, dict) and message.get("role") == "assistant":
+                    builder.message(message)
+        elif kind == "pending":
+            builder.note(
+                "approval requested: the last answer's tool calls await a decision", "warn"
+            )
+            builder.view.end = "awaiting_approval"
+        else:
+            builder.note(f"unknown line type {str(kind)[:80]!r}", "warn")
+    builder.view.turns = builder.prompts
+
+
+def _records(path: Path, builder: _Builder) -> list[Mapping[str, Any]]:
+    records: list[Mapping[str, Any]] = []
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if lineno > MAX_LINES:
+                builder.note(f"the file has more than {MAX_LINES} lines: shown up to there", "warn")
+                break
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except (ValueError, RecursionError):
+                if raw.endswith(b"\n"):
+                    builder.note(f"line {lineno} is not JSON", "error")
+                continue  # a torn last line: the writer is on it
+            if isinstance(record, dict):
+                records.append(cast("dict[str, Any]", record))
+            else:
+                builder.note(f"line {lineno} is not a JSON object", "error")
+    return records
+
+
+def read_session(path: str | os.PathLike[str]) -> SessionView:
+    """The session in the file at *path* (a transcript or an event log)."""
+    path = Path(path)
+    where = str(path.resolve())
+    stat = path.stat()
+    view = SessionView(
+        id=session_id(where),
+        where=where,
+        kind="transcript",
+        updated=stat.st_mtime,
+        version=f"{stat.st_size}:{stat.st_mtime_ns}",
+    )
+    builder = _Builder(view)
+    records = _records(path, builder)
+    first: Mapping[str, Any] = records[0] if records else {}
+    if first.get("type") == "header" or ("t" not in first and first.get("type") != "Timeline"):
+        _transcript(builder, records)
+    else:
+        view.kind = "events"
+        for record in records:
+            builder.event(record)
+    view.title = view.title or path.name
+    return view
+
+
+@attrs.frozen
+class FileSource:
+    """Session files: the paths given, each a file or a directory (its ``*.jsonl``
+    files, recursively)."""
+
+    paths: Sequence[Path]
+
+    def files(self) -> list[Path]:
+        found: list[Path] = []
+        for path in self.paths:
+            if path.is_dir():
+                found.extend(p for p in sorted(path.rglob("*.jsonl")) if p.is_file())
+            elif path.is_file():
+                found.append(path)
+        return found
+
+
+def file_sessions(source: FileSource) -> list[SessionView]:
+    """Every session of *source*'s files that can be read (a file that cannot is a
+    row saying why)."""
+    views: list[SessionView] = []
+    for path in source.files():
+        try:
+            views.append(read_session(path))
+        except OSError as exc:
+            where = str(path)
+            views.append(SessionView(id=session_id(where), where=where, kind="error", end=str(exc)))
+    return views
+
+
+class DatabaseSource:
+    """The durable sessions of a database (``trio_agent.durable``'s tables), read only.
+
+    Args:
+        database_url: a SQLAlchemy URL (``sqlite:///agents.sqlite``,
+            ``postgresql://...``); SQLite files are opened read-only.
+    """
+
+    def __init__(self, database_url: str) -> None:
+        import sqlalchemy as sa
+
+        url = sa.make_url(database_url)
+        if url.get_backend_name() == "sqlite" and url.database:
+            # Read-only at the driver: the viewer can never write the file.
+            target = Path(url.database).resolve()
+            engine = sa.create_engine(
+                f"sqlite:///file:{target}?mode=ro&uri=true",
+                connect_args={"timeout": 5},
+            )
+        else:
+            engine = sa.create_engine(
+                url,
+                pool_pre_ping=True,
+                execution_options={"postgresql_readonly": True},
+            )
+        self.engine = engine
+        self.label = url.render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def sessions(self) -> list[SessionView]:
+        import sqlalchemy as sa
+        import sqlalchemy.exc
+
+        views: list[SessionView] = []
+        meta = sa.MetaData()
+        try:
+            with self.engine.connect() as conn:
+                messages = sa.Table("trio_agent_messages", meta, autoload_with=conn)
+                turns = sa.Table("trio_agent_turns", meta, autoload_with=conn)
+                rows = conn.execute(
+                    sa.select(messages.c.session_id, messages.c.seq, messages.c.message).order_by(
+                        messages.c.session_id, messages.c.seq
+                    )
+                ).all()
+                summaries = conn.execute(sa.select(turns.c.session_id, turns.c.summary)).all()
+        except sqlalchemy.exc.SQLAlchemyError as exc:
+            where = f"database:{self.label}"
+            return [
+                SessionView(id=session_id(where), where=where, kind="error", end=str(exc)[:300])
+            ]
+        by_session: dict[str, list[str]] = {}
+        for sid, _seq, text in rows:
+            by_session.setdefault(str(sid), []).append(str(text))
+        ends: dict[str, list[dict[str, Any]]] = {}
+        for sid, text in summaries:
+            try:
+                data = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                ends.setdefault(str(sid), []).append(cast("dict[str, Any]", data))
+        for sid, texts in by_session.items():
+            where = f"database:{sid}"
+            view = SessionView(id=session_id(where), where=where, kind="database")
+            builder = _Builder(view)
+            for text in texts:
+                try:
+                    builder.message(json.loads(text))
+                except (ValueError, RecursionError):
+                    builder.note("a message that is not JSON", "error")
+            view.turns = builder.prompts
+            turn_summaries = ends.get(sid, [])
+            if turn_summaries:
+                view.turns = max(view.turns, len(turn_summaries))
+                last = turn_summaries[-1]
+                view.end = str(last.get("reason", view.end))
+            view.version = f"{len(texts)}:{len(turn_summaries)}"
+            view.title = view.title or sid
+            views.append(view)
+        return views
