@@ -129,8 +129,8 @@ def run_args(tmp_path: Path, prompt: str = "Write a note.", **kw: Any) -> argpar
 WRITE = ScriptedAnswer(
     blocks=[
         TextBlock("I'll write it."),
-        ToolUseBlock("toolu_w", "Write", {"path": "note.txt", "content": "hello\n"}),
-        ToolUseBlock("toolu_r", "Read", {"path": "note.txt"}),
+        ToolUseBlock("toolu_w", "Write", {"file_path": "note.txt", "content": "hello\n"}),
+        ToolUseBlock("toolu_r", "Read", {"file_path": "note.txt"}),
     ]
 )
 

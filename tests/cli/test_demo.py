@@ -40,7 +40,7 @@ def test_the_reads_name_files_that_exist(tmp_path: Path) -> None:
     ]
     assert len(reads) == 4
     for b in reads:
-        assert (tmp_path / b.input["path"]).is_file()
+        assert (tmp_path / b.input["file_path"]).is_file()
 
 
 async def test_the_bash_command_says_what_the_model_claims(tmp_path: Path) -> None:

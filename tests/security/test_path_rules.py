@@ -107,10 +107,11 @@ async def test_grep_and_glob_skip_what_read_may_not_see(ws: pathlib.Path) -> Non
     rules = PermissionRules(allow=["Read", "Grep", "Glob"], deny=["Read(./secret/**)"], root=ws)
     workspace = Workspace(ws)
     # Control: without the rules' predicate, Grep prints the denied file.
-    plain = await _run(Grep(workspace), {"pattern": "TOKEN", "path": "."})
+    content = {"pattern": "TOKEN", "path": ".", "output_mode": "content"}
+    plain = await _run(Grep(workspace), content)
     assert "hunter2" in str(plain.content)
     grep = Grep(workspace, exclude=rules.read_denied)
-    out = await _run(grep, {"pattern": "TOKEN", "path": "."})
+    out = await _run(grep, content)
     text = str(out.content)
     assert "hunter2" not in text
     assert "deeper" not in text

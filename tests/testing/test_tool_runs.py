@@ -111,7 +111,7 @@ def test_the_built_in_tools_keep_every_invariant(workspace: Workspace, data: st.
     strategy = tool_calls(
         tools,
         inputs={
-            "Read": st.fixed_dictionaries({"path": PATHS}),
+            "Read": st.fixed_dictionaries({"file_path": PATHS}),
             "Grep": st.fixed_dictionaries(
                 {"pattern": st.sampled_from(["alpha", "^def", "(", "beta$"])},
                 optional={"path": PATHS},
@@ -362,10 +362,10 @@ def test_an_executor_that_ignores_safety_is_caught(monkeypatch: pytest.MonkeyPat
 def test_the_built_in_tools_really_run_on_the_real_clock(workspace: Workspace) -> None:
     tools = [Read(workspace), Glob(workspace), Grep(workspace)]
     calls = batch(
-        (0, "Read", {"path": "a.txt"}),
+        (0, "Read", {"file_path": "a.txt"}),
         (0, "Grep", {"pattern": "alpha"}),
         (0.01, "Glob", {"pattern": "**/*.py"}),
-        (0.01, "Read", {"path": "../outside"}),
+        (0.01, "Read", {"file_path": "../outside"}),
     )
     run = run_tool_calls(tools, calls, clock="real", timeout=30)
     check_tool_run(run)

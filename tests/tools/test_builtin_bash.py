@@ -82,40 +82,65 @@ async def test_output_lines_are_progress_in_order(ws):
 
 async def test_runs_in_the_workspace_root_without_stdin(ws):
     out = await call(Bash(ws), {"command": "pwd; cat; echo end"})
-    assert out.content == f"{ws.root}\nend\n"
+    assert out.content == f"{ws.root}\nend"
     out = await call(Bash(ws), {"command": "true"})
-    assert out.content == "(no output)"
+    assert out.content == "(Bash completed with no output)"
+    # Only blank lines and trailing whitespace: no output either, as in Claude Code.
+    out = await call(Bash(ws), {"command": "printf '\\n  \\n\\t\\n'"})
+    assert (out.content, out.is_error) == ("(Bash completed with no output)", False)
+
+
+async def test_leading_blank_lines_and_trailing_whitespace_are_dropped(ws):
+    out = await call(Bash(ws), {"command": "printf '\\n\\n  x\\n\\ny  \\n\\n'"})
+    assert out.content == "  x\n\ny"
 
 
 async def test_command_is_passed_verbatim_to_bash_c(ws):
     command = """printf '%s|' "$0" 'it'"'"'s' "a;b" '$HOME'; echo"""
     out = await call(Bash(ws), {"command": command})
-    assert out.content == "/bin/bash|it's|a;b|$HOME|\n"
+    assert out.content == "/bin/bash|it's|a;b|$HOME|"
 
 
 async def test_nul_byte_cannot_start(ws):
     out = await call(Bash(ws), {"command": "echo a\0b"})
     assert out.is_error
-    assert "cannot start bash" in str(out.content)
+    assert str(out.content).startswith("<tool_use_error>cannot start bash: ")
+    assert str(out.content).endswith("</tool_use_error>")
 
 
 async def test_non_zero_exit_is_an_error_with_the_tail(ws):
     out = await call(Bash(ws), {"command": "echo working; echo broken >&2; exit 3"})
     assert out.is_error
-    assert out.content == "Command failed: exit code 3\nworking\nbroken\n"
+    assert out.content == "Exit code 3\nworking\nbroken"
+    out = await call(Bash(ws), {"command": "exit 7"})
+    assert (out.content, out.is_error) == ("Exit code 7", True)
+
+
+async def test_exit_1_of_a_search_or_a_test_is_an_answer(ws):
+    """As in Claude Code: grep/rg/find/diff/test exit 1 means "no", not a failure;
+    exit 2 (an error) still is one, and exit 1 of anything else is."""
+    (ws.root / "a").write_text("x\n")
+    (ws.root / "b").write_text("y\n")
+    for command in ["grep nothing a", "diff -q a a >/dev/null && diff a b >/dev/null", "test -e z"]:
+        out = await call(Bash(ws), {"command": command})
+        assert (out.content, out.is_error) == ("(Bash completed with no output)", False), command
+    out = await call(Bash(ws), {"command": "grep x missing-file"})
+    assert out.is_error
+    assert str(out.content).startswith("Exit code 2\n")
+    out = await call(Bash(ws), {"command": "grep nothing a; false"})
+    assert (out.content, out.is_error) == ("Exit code 1", True)
 
 
 async def test_killed_by_a_signal(ws):
     out = await call(Bash(ws), {"command": "echo bye; kill -KILL $$"})
     assert out.is_error
-    assert "killed by signal SIGKILL" in str(out.content)
-    assert "bye" in str(out.content)
+    assert out.content == f"Exit code {128 + signal.SIGKILL}\nbye"
 
 
 async def test_killed_by_a_realtime_signal(ws):
     out = await call(Bash(ws), {"command": f"kill -{signal.SIGRTMIN + 2} $$"})
     assert out.is_error
-    assert f"killed by signal {signal.SIGRTMIN + 2}" in str(out.content)
+    assert out.content == f"Exit code {128 + signal.SIGRTMIN + 2}"
 
 
 async def test_timeout_kills_the_group(ws):
@@ -127,16 +152,17 @@ async def test_timeout_kills_the_group(ws):
         lines,
     )
     assert out.is_error
-    assert "timed out after 0.5 seconds" in str(out.content)
-    assert "started" in str(out.content)
+    assert out.content == "Exit code 143\nCommand timed out after 0s\nstarted"
     assert lines == ["started"]
     assert await gone(await read_pid(pidfile))
 
 
 async def test_timeout_from_the_input(ws):
-    out = await call(Bash(ws, timeout=60), {"command": "sleep 60", "timeout": 0.2})
+    out = await call(Bash(ws, timeout=60), {"command": "sleep 60", "timeout": 200})
     assert out.is_error
-    assert "timed out after 0.2 seconds" in str(out.content)
+    assert out.content == "Exit code 143\nCommand timed out after 0s"
+    out = await call(Bash(ws, timeout=60), {"command": "echo x; sleep 60", "timeout": 1500})
+    assert out.content == "Exit code 143\nCommand timed out after 1s\nx"
 
 
 async def test_term_ignoring_child_is_killed(ws):
@@ -158,7 +184,7 @@ async def test_output_cap_keeps_the_tail(ws):
     assert lines == [f"line{i}" for i in range(1, 3001)]
     full = "".join(f"line{i}\n" for i in range(1, 3001))
     note, tail = str(out.content).split("\n", 1)
-    assert tail == full[-1000:]
+    assert tail == full[-1000:].rstrip()
     assert note == f"[... {len(full) - 1000} characters of earlier output dropped ...]"
 
 
@@ -194,7 +220,7 @@ async def test_background_job_left_at_exit_is_stopped(ws):
         Bash(ws, timeout=20), {"command": "sleep 100 & echo $! > child.pid; echo done"}
     )
     assert not out.is_error
-    assert out.content == "done\n"
+    assert out.content == "done"
     child = await read_pid(ws.root / "child.pid")
     try:
         assert await gone(child)
@@ -213,7 +239,7 @@ async def test_process_escaping_the_group_does_not_hang_the_tool(ws):
     child = await read_pid(ws.root / "child.pid")
     kill_quietly(child)
     assert not out.is_error
-    assert out.content == "done\n"
+    assert out.content == "done"
 
 
 async def test_secrets_are_not_in_the_default_environment(ws, monkeypatch):
@@ -225,7 +251,7 @@ async def test_secrets_are_not_in_the_default_environment(ws, monkeypatch):
     out = await call(
         Bash(ws, env={"PATH": os.environ["PATH"], "ONLY": "this"}), {"command": "echo $ONLY $HOME"}
     )
-    assert out.content == "this\n"
+    assert out.content == "this"
 
 
 def test_tool_flags_and_arguments(ws):
@@ -236,9 +262,12 @@ def test_tool_flags_and_arguments(ws):
     # Read-only commands run beside other safe calls; anything else runs alone.
     assert tool.is_concurrency_safe({"command": "ls"})
     assert not tool.is_concurrency_safe({"command": "rm x"})
-    assert tool.validate({"command": ""}) is not None
+    # Claude Code's inputs: timeout in milliseconds, at most 600000.
+    assert set(tool.input_schema["properties"]) == {"command", "timeout", "description"}
+    assert tool.validate({"command": "ls", "timeout": 600_000, "description": "List"}) is None
     assert tool.validate({"command": "ls", "timeout": 0}) is not None
-    assert tool.validate({"command": "ls", "timeout": 601}) is not None
+    assert tool.validate({"command": "ls", "timeout": 600_001}) is not None
+    assert tool.validate({"command": "ls", "run_in_background": True}) is not None
     for bad in [0, -1, float("inf"), float("nan")]:
         with pytest.raises(ValueError, match="timeout"):
             Bash(ws, timeout=bad)

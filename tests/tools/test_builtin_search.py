@@ -33,6 +33,10 @@ def ws(tmp_path: pathlib.Path) -> Workspace:
     return Workspace(root)
 
 
+def refusal(message: str) -> str:
+    return f"<tool_use_error>{message}</tool_use_error>"
+
+
 async def call(tool: Tool, input: dict[str, Any]) -> ToolOutput:
     assert tool.validate(input) is None, tool.validate(input)
     out = await tool.run(input, ToolContext("toolu_1", tool.name))
@@ -71,14 +75,15 @@ async def test_glob_by_name_and_in_subdirectory(ws):
 
 async def test_glob_no_match_and_cap(ws):
     out = await call(Glob(ws), {"pattern": "*.rs"})
-    assert not out.is_error
-    assert "No files match" in str(out.content)
+    assert (out.content, out.is_error) == ("No files found", False)
     for i in range(7):
         (ws.root / f"f{i}.txt").write_text("x")
     out = await call(Glob(ws, max_results=5, sort="name"), {"pattern": "*.txt"})
     lines = str(out.content).splitlines()
-    assert lines[:5] == [f"f{i}.txt" for i in range(5)]
-    assert "2 more files" in lines[5]
+    assert lines == [
+        *(f"f{i}.txt" for i in range(5)),
+        "(Results are truncated. Consider using a more specific path or pattern.)",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -91,12 +96,15 @@ async def test_glob_no_match_and_cap(ws):
         ({"pattern": "a\0"}, "NUL"),
         ({"pattern": "*", "path": ".."}, "'..'"),
         ({"pattern": "*", "path": "outlink"}, "outside"),
-        ({"pattern": "*", "path": "README.md"}, "not a directory"),
+        ({"pattern": "*", "path": "README.md"}, "Path is not a directory: README.md"),
+        ({"pattern": "*", "path": "nope"}, "Directory does not exist: nope. Note: "),
     ],
 )
 async def test_glob_refusals(ws, input, message):
     out = await call(Glob(ws), input)
     assert out.is_error
+    assert str(out.content).startswith("<tool_use_error>")
+    assert str(out.content).endswith("</tool_use_error>")
     assert message in str(out.content)
 
 
@@ -108,34 +116,47 @@ async def test_glob_is_safe(ws):
 
 
 async def test_grep_file_line_text(ws):
-    out = await call(Grep(ws), {"pattern": r"main\(\)"})
+    out = await call(Grep(ws), {"output_mode": "content", "pattern": r"main\(\)"})
     assert not out.is_error
     # Sorted walk; no .git, no binary file, no symlink out of the workspace.
     assert str(out.content).splitlines() == [
         "README.md:2:See main() in src.",
         "src/main.py:3:def main():",
     ]
+    # The default mode lists the files, newest first (then by name).
+    set_mtime(ws, "README.md", 1_000_000)
+    out = await call(Grep(ws), {"pattern": r"main\(\)"})
+    assert out.content == "Found 2 files\nsrc/main.py\nREADME.md"
 
 
 async def test_grep_glob_path_and_case(ws):
-    out = await call(Grep(ws), {"pattern": "RETURN", "case_insensitive": True, "glob": "*.py"})
+    out = await call(
+        Grep(ws), {"output_mode": "content", "pattern": "RETURN", "-i": True, "glob": "*.py"}
+    )
     assert str(out.content).splitlines() == [
         "src/main.py:4:    return os.getcwd()",
         "src/pkg/util.py:2:    return 42",
     ]
+    out = await call(Grep(ws), {"output_mode": "content", "pattern": "RETURN"})
+    assert (out.content, out.is_error) == ("No matches found", False)
     out = await call(Grep(ws), {"pattern": "RETURN"})
-    assert "No matches" in str(out.content)
-    out = await call(Grep(ws), {"pattern": "return", "path": "src/pkg"})
+    assert (out.content, out.is_error) == ("No files found", False)
+    out = await call(Grep(ws), {"output_mode": "content", "pattern": "return", "path": "src/pkg"})
     assert out.content == "src/pkg/util.py:2:    return 42"
-    out = await call(Grep(ws), {"pattern": "return", "path": "src/pkg/util.py"})
-    assert out.content == "src/pkg/util.py:2:    return 42"
-    out = await call(Grep(ws), {"pattern": "return", "glob": "src/pkg/*.py"})
+    # One file searched: no path, as ripgrep prints it.
+    out = await call(
+        Grep(ws), {"output_mode": "content", "pattern": "return", "path": "src/pkg/util.py"}
+    )
+    assert out.content == "2:    return 42"
+    out = await call(
+        Grep(ws), {"output_mode": "content", "pattern": "return", "glob": "src/pkg/*.py"}
+    )
     assert out.content == "src/pkg/util.py:2:    return 42"
 
 
 async def test_grep_follows_symlinked_files_inside(ws):
     (ws.root / "alias.md").symlink_to(ws.root / "README.md")
-    out = await call(Grep(ws), {"pattern": "Title"})
+    out = await call(Grep(ws), {"output_mode": "content", "pattern": "Title"})
     assert str(out.content).splitlines() == ["README.md:1:# Title", "alias.md:1:# Title"]
 
 
@@ -147,24 +168,38 @@ async def test_grep_invalid_regex_is_an_error_result(ws):
 
 @pytest.mark.parametrize(
     ("path", "message"),
-    [("..", "'..'"), ("outlink", "outside"), ("leak_link.py", "outside"), ("nope", "not found")],
+    [
+        ("..", "'..'"),
+        ("outlink", "outside"),
+        ("leak_link.py", "outside"),
+        ("nope", "Path does not exist: nope. Note: your current working directory is "),
+    ],
 )
 async def test_grep_path_refusals(ws, path, message):
     out = await call(Grep(ws), {"pattern": "main", "path": path})
     assert out.is_error
+    assert str(out.content).startswith("<tool_use_error>")
     assert message in str(out.content)
     assert "leak" not in str(out.content).replace("leak_link", "")
 
 
 async def test_grep_caps_matches_and_long_lines(ws):
     (ws.root / "many.txt").write_text("hit\n" * 10 + "hit " + "z" * 1000 + "\n")
-    out = await call(Grep(ws, max_results=3), {"pattern": "hit", "glob": "many.txt"})
-    lines = str(out.content).splitlines()
-    assert lines[:3] == ["many.txt:1:hit", "many.txt:2:hit", "many.txt:3:hit"]
-    assert "8 more matching lines" in lines[3]
-    out = await call(Grep(ws), {"pattern": "z+", "glob": "many.txt"})
-    assert str(out.content).endswith(" [...]")
-    assert len(str(out.content)) < 600
+    out = await call(
+        Grep(ws), {"output_mode": "content", "pattern": "hit", "glob": "many.txt", "head_limit": 3}
+    )
+    assert out.content == (
+        "many.txt:1:hit\nmany.txt:2:hit\nmany.txt:3:hit\n\n"
+        "[Showing results with pagination = limit: 3]"
+    )
+    # head_limit 0 is "all", still within the tool's own cap.
+    out = await call(
+        Grep(ws, max_results=3),
+        {"output_mode": "content", "pattern": "hit", "glob": "many.txt", "head_limit": 0},
+    )
+    assert str(out.content).endswith("\n\n[Showing results with pagination = limit: 3]")
+    out = await call(Grep(ws), {"output_mode": "content", "pattern": "z+", "glob": "many.txt"})
+    assert out.content == "many.txt:11:[Omitted long matching line]"
 
 
 async def test_grep_walks_in_a_worker_thread(ws, monkeypatch):
@@ -178,7 +213,7 @@ async def test_grep_walks_in_a_worker_thread(ws, monkeypatch):
         return real_scandir(path)
 
     monkeypatch.setattr(_grep.os, "scandir", scandir)
-    out = await call(Grep(ws, max_results=10_000), {"pattern": "needle"})
+    out = await call(Grep(ws), {"output_mode": "content", "pattern": "needle", "head_limit": 0})
     assert len(str(out.content).splitlines()) == 50 * 50
     assert walkers
     assert threading.get_ident() not in walkers
@@ -198,7 +233,7 @@ async def test_grep_is_safe(ws):
 
 async def test_grep_skips_fifos(ws):
     os.mkfifo(ws.root / "pipe")
-    out = await call(Grep(ws), {"pattern": "Title"})
+    out = await call(Grep(ws), {"output_mode": "content", "pattern": "Title"})
     assert out.content == "README.md:1:# Title"
 
 
@@ -211,7 +246,7 @@ async def test_grep_skips_what_it_cannot_read(ws, monkeypatch):
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr(_grep.os, "open", open_)
-    out = await call(Grep(ws), {"pattern": "return|Title"})
+    out = await call(Grep(ws), {"output_mode": "content", "pattern": "return|Title"})
     assert out.content == "src/main.py:4:    return os.getcwd()"
 
 
@@ -224,16 +259,16 @@ async def test_glob_many_files(ws):
     assert str(out.content).splitlines() == [
         "many/0000.txt",
         "many/0001.txt",
-        "[truncated: 1498 more files; use a narrower pattern or path]",
+        "(Results are truncated. Consider using a more specific path or pattern.)",
     ]
 
 
 async def test_grep_searches_whole_long_lines(ws):
-    # ripgrep searches a 2 MiB line to its end; the line shown is cut.
+    # ripgrep searches a 2 MiB line to its end; the line is not shown (over 500 bytes).
     (ws.root / "wide.txt").write_text("a" * 50 + "early" + "b" * (2 << 20) + "late\nlate\n")
-    out = await call(Grep(ws), {"pattern": "early|late", "glob": "wide.txt"})
-    lines = str(out.content).splitlines()
-    assert [line.split(":")[:2] for line in lines] == [["wide.txt", "1"], ["wide.txt", "2"]]
-    out = await call(Grep(ws), {"pattern": "b+late", "glob": "wide.txt"})
-    assert str(out.content).startswith("wide.txt:1:aaaa")
-    assert str(out.content).endswith(" [...]")
+    out = await call(
+        Grep(ws), {"output_mode": "content", "pattern": "early|late", "glob": "wide.txt"}
+    )
+    assert out.content == "wide.txt:1:[Omitted long matching line]\nwide.txt:2:late"
+    out = await call(Grep(ws), {"output_mode": "content", "pattern": "b+late", "glob": "wide.txt"})
+    assert out.content == "wide.txt:1:[Omitted long matching line]"

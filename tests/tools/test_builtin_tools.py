@@ -48,17 +48,32 @@ async def test_default_tools_share_the_http_client(tmp_path):
 async def test_file_tools_work_together(tmp_path):
     read, write, edit, glob, grep, bash, _ = default_tools(Workspace(tmp_path))
     ctx = ToolContext("t", "x")
-    await write.run({"path": "pkg/mod.py", "content": "VALUE = 1\n"}, ctx)
-    await edit.run({"path": "pkg/mod.py", "old_string": "1", "new_string": "2"}, ctx)
-    out = await read.run({"path": "pkg/mod.py"}, ctx)
-    assert isinstance(out, ToolOutput)
-    assert out.content == "     1\tVALUE = 2"
-    out = await glob.run({"pattern": "**/*.py"}, ctx)
-    assert isinstance(out, ToolOutput)
-    assert out.content == "pkg/mod.py"
-    out = await grep.run({"pattern": r"VALUE = \d"}, ctx)
-    assert isinstance(out, ToolOutput)
-    assert out.content == "pkg/mod.py:1:VALUE = 2"
-    out = await bash.run({"command": "cat pkg/mod.py"}, ctx)
-    assert isinstance(out, ToolOutput)
-    assert out.content == "VALUE = 2\n"
+
+    async def run(tool, input):
+        out = await tool.run(input, ctx)
+        assert isinstance(out, ToolOutput)
+        return out.content
+
+    assert await run(write, {"file_path": "pkg/mod.py", "content": "VALUE = 1\n"}) == (
+        "File created successfully at: pkg/mod.py"
+    )
+    # What Write wrote counts as seen: Edit needs no Read of it.
+    assert await run(edit, {"file_path": "pkg/mod.py", "old_string": "1", "new_string": "2"}) == (
+        "The file pkg/mod.py has been updated successfully."
+    )
+    assert await run(read, {"file_path": "pkg/mod.py"}) == "1\tVALUE = 2"
+    assert await run(glob, {"pattern": "**/*.py"}) == "pkg/mod.py"
+    assert await run(grep, {"pattern": r"VALUE = \d"}) == "Found 1 file\npkg/mod.py"
+    assert await run(grep, {"pattern": r"VALUE = \d", "output_mode": "content"}) == (
+        "pkg/mod.py:1:VALUE = 2"
+    )
+    assert await run(grep, {"pattern": "VALUE", "output_mode": "count"}) == (
+        "pkg/mod.py:1\n\nFound 1 total occurrence across 1 file."
+    )
+    assert await run(bash, {"command": "cat pkg/mod.py"}) == "VALUE = 2"
+    # Bash changed the file: Edit refuses until it is read again.
+    await run(bash, {"command": "echo 'VALUE = 3' > pkg/mod.py"})
+    assert await run(edit, {"file_path": "pkg/mod.py", "old_string": "3", "new_string": "4"}) == (
+        "<tool_use_error>File has been modified since read, either by the user or by a "
+        "linter. Read it again before attempting to write it.</tool_use_error>"
+    )

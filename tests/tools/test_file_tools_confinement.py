@@ -3,8 +3,9 @@ gives, and every tool under attack really runs (``run_tool`` fails the test on a
 input its schema rejects, instead of skipping it).
 
 This supersedes ``test_file_tools_never_touch_anything_outside`` of the old
-tests/test_security.py, which gave Read, Write and Edit a ``file_path`` their schema
-does not have, so only Glob and Grep ran.
+tests/test_security.py, which gave Read, Write and Edit a key their schema did not
+have, so only Glob and Grep ran. (Read, Write and Edit take Claude Code's
+``file_path``; Glob and Grep its ``path``.)
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ HOSTILE = st.one_of(
 
 def _inputs(path: str) -> dict[str, dict[str, Any]]:
     return {
-        "Read": {"path": path},
-        "Write": {"path": path, "content": "pwned"},
-        "Edit": {"path": path, "old_string": SECRET, "new_string": "pwned"},
+        "Read": {"file_path": path},
+        "Write": {"file_path": path, "content": "pwned"},
+        "Edit": {"file_path": path, "old_string": SECRET, "new_string": "pwned"},
         "Glob": {"pattern": "*", "path": path},
         "Grep": {"pattern": "secret", "path": path},
     }
@@ -94,7 +95,9 @@ def test_file_tools_never_touch_anything_outside(
     trio.run(main)
     assert runs == ["Read", "Write", "Edit", "Glob", "Grep"]  # every tool ran
     for name, out in outputs.items():
-        assert SECRET not in str(out.content), (name, out)
+        # Edit's refusal repeats the model's own old_string (Claude Code's words): not a leak.
+        shown = str(out.content).replace(f"String: {SECRET}", "")
+        assert SECRET not in shown, (name, out)
         if name != "Write":
             assert out.is_error or "No " in str(out.content), (name, out)
     assert _state(outside) == before
@@ -106,9 +109,9 @@ async def test_run_tool_refuses_an_input_the_schema_rejects(tmp_path: pathlib.Pa
     read = next(t for t in default_tools(Workspace(tmp_path)) if t.name == "Read")
     runs: list[str] = []
     with pytest.raises(AssertionError, match="Read was not run"):
-        await run_tool(read, {"file_path": "x"}, runs=runs)
+        await run_tool(read, {"path": "x"}, runs=runs)
     assert runs == []
     (tmp_path / "x").write_text("hello")
-    out = await run_tool(read, {"path": "x"}, runs=runs)
-    assert out.content == "     1\thello"
+    out = await run_tool(read, {"file_path": "x"}, runs=runs)
+    assert out.content == "1\thello"
     assert runs == ["Read"]

@@ -74,9 +74,9 @@ def _hook_open(when: Callable[[str, int], bool], act: Callable[[], None]) -> Ite
 
 
 TOOLS: dict[str, tuple[Callable[[Workspace], Any], dict[str, Any]]] = {
-    "Read": (Read, {"path": "d/f.txt"}),
-    "Write": (Write, {"path": "d/new.txt", "content": "planted"}),
-    "Edit": (Edit, {"path": "d/f.txt", "old_string": SECRET, "new_string": "PWNED"}),
+    "Read": (Read, {"file_path": "d/f.txt"}),
+    "Write": (Write, {"file_path": "d/new.txt", "content": "planted"}),
+    "Edit": (Edit, {"file_path": "d/f.txt", "old_string": SECRET, "new_string": "PWNED"}),
     "Glob": (Glob, {"pattern": "*", "path": "d"}),
     "Grep": (Grep, {"pattern": "SECRET", "path": "d"}),
 }
@@ -115,15 +115,14 @@ async def test_file_swapped_for_a_fifo_after_the_check_does_not_block(
         os.mkfifo(target)
 
     make, input = TOOLS[name]
-    input = {**input, "path": "d/f.txt" if name != "Grep" else "d"}
     with _hook_open(lambda path, flags: path == "f.txt", to_fifo) as fired:
         out = await _call(make(ws), input)
     assert fired == ["f.txt"]
     if name == "Grep":  # a file that is not regular any more is skipped
-        assert "No matches" in str(out.content)
+        assert (out.content, out.is_error) == ("No files found", False)
     else:
         assert out.is_error
-        assert "not a regular file" in str(out.content)
+        assert out.content == "<tool_use_error>d/f.txt is not a regular file</tool_use_error>"
 
 
 _SWAPPER = """
@@ -190,7 +189,9 @@ def test_hammered_swaps_never_read_or_write_outside(
     for name, outs in outputs.items():
         assert len(outs) == ROUNDS + (READS if name in ("Read", "Edit") else 0), name
         for out in outs:
-            assert SECRET not in str(out.content), (name, out)
+            # Edit's refusal repeats the model's own old_string: not a leak.
+            shown = str(out.content).replace(f"String: {SECRET}", "")
+            assert SECRET not in shown, (name, out)
             assert "only_outside" not in str(out.content), (name, out)
     assert _outside_state(outside) == before
     # The tools did work on the real directory in between: inside was read.

@@ -50,9 +50,9 @@ def test_ripgrep_is_there() -> None:
 async def test_a_catastrophic_pattern_for_backtracking_is_linear(tmp_path: pathlib.Path) -> None:
     # (a*)*b on a line of a's takes Python's re exponential time, with the GIL held.
     (tmp_path / "a.txt").write_text("a" * 64 + "\n")
-    out = await _call(Grep(Workspace(tmp_path)), {"pattern": "(a*)*b"})
-    assert out.content == "No matches for '(a*)*b'"
-    out = await _call(Grep(Workspace(tmp_path)), {"pattern": "(a*)*$"})
+    out = await _call(Grep(Workspace(tmp_path)), {"pattern": "(a*)*b", "output_mode": "content"})
+    assert out.content == "No matches found"
+    out = await _call(Grep(Workspace(tmp_path)), {"pattern": "(a*)*$", "output_mode": "content"})
     assert out.content == "a.txt:1:" + "a" * 64
 
 

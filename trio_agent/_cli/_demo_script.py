@@ -267,12 +267,12 @@ def demo_script() -> Sequence[DemoTurn]:
     first = DemoTurn(
         [
             TextBlock("I'll read the project's description, TODO list and code first."),
-            ToolUseBlock("toolu_demo_01", "Read", {"path": "README.md"}),
-            ToolUseBlock("toolu_demo_02", "Read", {"path": "TODO.md"}),
+            ToolUseBlock("toolu_demo_01", "Read", {"file_path": "README.md"}),
+            ToolUseBlock("toolu_demo_02", "Read", {"file_path": "TODO.md"}),
             ToolUseBlock("toolu_demo_03", "Grep", {"pattern": "TODO", "glob": "*.py"}),
             ToolUseBlock("toolu_demo_04", "Glob", {"pattern": "**/*.py"}),
-            ToolUseBlock("toolu_demo_05", "Read", {"path": "minicalc/ops.py"}),
-            ToolUseBlock("toolu_demo_06", "Read", {"path": "minicalc/cli.py"}),
+            ToolUseBlock("toolu_demo_05", "Read", {"file_path": "minicalc/ops.py"}),
+            ToolUseBlock("toolu_demo_06", "Read", {"file_path": "minicalc/cli.py"}),
         ]
     )
     second = DemoTurn(
@@ -287,7 +287,7 @@ def demo_script() -> Sequence[DemoTurn]:
                 },
             ),
             ToolUseBlock(
-                "toolu_demo_08", "Write", {"path": "STATUS.md", "content": _status_report()}
+                "toolu_demo_08", "Write", {"file_path": "STATUS.md", "content": _status_report()}
             ),
         ]
     )
@@ -297,7 +297,11 @@ def demo_script() -> Sequence[DemoTurn]:
             ToolUseBlock(
                 "toolu_demo_09",
                 "Edit",
-                {"path": "STATUS.md", "old_string": _TESTS_PENDING, "new_string": _TESTS_PASSED},
+                {
+                    "file_path": "STATUS.md",
+                    "old_string": _TESTS_PENDING,
+                    "new_string": _TESTS_PASSED,
+                },
             ),
         ]
     )

@@ -21,7 +21,7 @@ async def run_tool(
     """Validate *input* against *tool*'s schema, run the tool, and give its output as
     a :class:`~trio_agent.ToolOutput` (a plain string is wrapped).
 
-    Use it in security tests: a wrong key (``file_path`` for ``path``) fails the test
+    Use it in security tests: a wrong key (``path`` for ``file_path``) fails the test
     instead of letting the attack go untried. *runs*, if given, gets the tool's name
     appended once the tool has returned, so a test can assert that every tool under
     attack really ran.

@@ -1,7 +1,10 @@
 """Built-in tools: Read, Write, Edit, Glob, Grep, Bash and WebFetch.
 
 The file tools are confined to a :class:`Workspace`; every path the model gives is
-resolved (symlinks included) and must stay inside its root.
+resolved (symlinks included) and must stay inside its root. Their inputs, defaults
+and result texts are Claude Code's (tests/tools/test_claude_code_parity.py holds the
+table, and where they differ on purpose); Write and Edit of an existing file require
+that Read showed it and it has not changed since (:class:`ReadLog`).
 
 Example::
 
@@ -28,6 +31,8 @@ from ._ssrf import AddressPolicy as AddressPolicy
 from ._ssrf import AddressRefused as AddressRefused
 from ._ssrf import guarded_transport as guarded_transport
 from ._webfetch import WebFetch as WebFetch
+from ._workspace import ReadLog as ReadLog
+from ._workspace import Seen as Seen
 from ._workspace import Workspace as Workspace
 from ._write import Write as Write
 
@@ -39,6 +44,8 @@ __all__ = [
     "Glob",
     "Grep",
     "Read",
+    "ReadLog",
+    "Seen",
     "WebFetch",
     "Workspace",
     "Write",

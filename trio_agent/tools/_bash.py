@@ -18,6 +18,8 @@ import codecs
 import math
 import os
 import pathlib
+import posixpath
+import re
 import signal
 import subprocess
 import sys
@@ -26,8 +28,10 @@ from typing import Any
 
 import trio
 
+from .._shell import analyze
 from .._tools import Tool, ToolContext, ToolOutput
-from ._readonly import is_read_only
+from ._files import tool_error
+from ._readonly import MAX_READ_ONLY_CHARS, is_read_only
 from ._workspace import Workspace
 
 __all__ = ["Bash", "OutputBuffer"]
@@ -36,8 +40,16 @@ BASH = "/bin/bash"
 #: Environment variables not passed to commands by default: the model must not be
 #: able to print the runtime's credentials into the conversation.
 SECRET_VARIABLES = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"})
-#: Longest timeout the model may ask for, in seconds.
+#: Longest timeout the model may ask for, in seconds (Claude Code: 600000 ms).
 MAX_TIMEOUT = 600.0
+#: Claude Code's result of a command that printed nothing.
+NO_OUTPUT = "(Bash completed with no output)"
+#: The exit code Claude Code reports for a command stopped by its timeout.
+TIMEOUT_EXIT_CODE = 143
+#: Commands whose exit code 1 is an answer, not a failure (as in Claude Code):
+#: no match, files differ, a false condition.
+#: (Claude Code also counts ``[``, which the shell analysis sees as a test, not a command.)
+EXIT_1_IS_AN_ANSWER = frozenset({"grep", "rg", "find", "diff", "test"})
 #: How long SIGTERM has to work before SIGKILL.
 KILL_GRACE = 0.5
 #: How long the runner may take, after SIGTERM, to give bash KILL_GRACE and kill
@@ -51,17 +63,32 @@ REAPER = pathlib.Path(__file__).with_name("_reaper.py")
 
 _CHUNK = 65536
 
+#: Claude Code's description of the ``description`` input, word for word.
+DESCRIPTION_HELP = """Clear, concise description of what this command does in active voice. \
+Never use words like "complex" or "risk" in the description - just describe what it does.
+
+For simple commands (git, npm, standard CLI tools), keep it brief (5-10 words):
+- ls → "List files in current directory"
+- git status → "Show working tree status"
+- npm install → "Install package dependencies"
+
+For commands that are harder to parse at a glance (piped commands, obscure flags, etc.), \
+add enough context to clarify what it does:
+- find . -name "*.tmp" -exec rm {} \\; → "Find and delete all .tmp files recursively"
+- git reset --hard origin/main → "Discard all local changes and match remote main"
+- curl -s url | jq '.data[]' → "Fetch JSON from URL and extract data array elements\""""
+
 _SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "properties": {
-        "command": {"type": "string", "minLength": 1, "description": "The bash command."},
+        "command": {"type": "string", "description": "The command to execute"},
         "timeout": {
             "type": "number",
             "exclusiveMinimum": 0,
-            "maximum": MAX_TIMEOUT,
-            "description": "Timeout in seconds.",
+            "maximum": MAX_TIMEOUT * 1000,
+            "description": f"Optional timeout in milliseconds (max {MAX_TIMEOUT * 1000:.0f})",
         },
-        "description": {"type": "string", "description": "What the command does, briefly."},
+        "description": {"type": "string", "description": DESCRIPTION_HELP},
     },
     "required": ["command"],
     "additionalProperties": False,
@@ -214,13 +241,57 @@ async def _supervise(
         nursery.cancel_scope.cancel()
 
 
-def _describe_exit(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
+def exit_code(returncode: int) -> int:
+    """The shell's exit code of a process: ``128 + N`` for one killed by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def duration(ms: float) -> str:
+    """A duration as Claude Code words it: ``45s``, ``2m 0s``, ``1h 0m 0s``."""
+    if ms < 60_000:
+        if ms == 0:
+            return "0s"
+        if ms < 1:
+            return f"{ms / 1000:.1f}s"
+        return f"{math.floor(ms / 1000)}s"
+    days, hours = int(ms // 86_400_000), int(ms % 86_400_000 // 3_600_000)
+    minutes, seconds = int(ms % 3_600_000 // 60_000), math.floor(ms % 60_000 / 1000 + 0.5)
+    if seconds == 60:
+        seconds, minutes = 0, minutes + 1
+    if minutes == 60:
+        minutes, hours = 0, hours + 1
+    if hours == 24:
+        hours, days = 0, days + 1
+    if days:
+        return f"{days}d {hours}h {minutes}m"
+    if hours:
+        return f"{hours}h {minutes}m {seconds}s"
+    return f"{minutes}m {seconds}s"
+
+
+def clean_output(text: str) -> str:
+    """The output as Claude Code shows it: leading blank lines and trailing
+    whitespace removed."""
+    return re.sub(r"^(?:[ \t\r\f\v]*\n)+", "", text).rstrip()
+
+
+def failure(code: int, *parts: str) -> str:
+    """Claude Code's text of a failed command: ``Exit code N`` and what it printed."""
+    return "\n".join(p for p in (f"Exit code {code}", *parts) if p).strip()
+
+
+def exit_1_is_an_answer(command: str) -> bool:
+    """Whether *command*'s last simple command is one whose exit code 1 means "no"
+    (``grep`` found nothing, ``diff`` found a difference, ``test`` was false)."""
+    if len(command) > MAX_READ_ONLY_CHARS:
+        return False
+    analysis = analyze(command)
+    if analysis.unanalyzable is not None or not analysis.commands:
+        return False
+    argv = analysis.commands[-1].argv
+    return (
+        bool(argv) and argv[0] is not None and posixpath.basename(argv[0]) in (EXIT_1_IS_AN_ANSWER)
+    )
 
 
 def _read_only_call(input: Mapping[str, Any]) -> bool:
@@ -241,13 +312,19 @@ def Bash(
     output_limit: int = 30_000,
     env: Mapping[str, str] | None = None,
 ) -> Tool:
-    """The Bash tool: ``{command, timeout?, description?}``.
+    """The Bash tool: ``{command, timeout?, description?}`` (Claude Code's inputs;
+    ``timeout`` in milliseconds, at most 600000; *timeout* here is the default, in
+    seconds).
 
     Runs ``/bin/bash -c command`` in the workspace root, in a new session (its own
     process group), with stdin from ``/dev/null`` and stderr merged into stdout.
     Each output line is reported with ``ctx.progress(line)``; the result keeps the
-    last *output_limit* characters. Exit 0 gives the output; a non-zero exit, a
-    signal or the timeout give an error result with the tail of the output. On any
+    last *output_limit* characters. The texts are Claude Code's: the output, or
+    ``(Bash completed with no output)``; a non-zero exit is an error result
+    ``Exit code N`` and the output (a signal N gives ``128 + N``; the timeout
+    ``Exit code 143`` and ``Command timed out after ...``), except exit code 1 of
+    ``grep``, ``rg``, ``find``, ``diff`` and ``test``, which is an answer.
+    ``run_in_background`` is not offered: nothing a tool starts outlives it. On any
     end (cancellation included) the process group gets SIGTERM, then SIGKILL; on
     Linux every descendant, even one that left the group, is killed and reaped
     before the tool returns (see the module).
@@ -269,7 +346,7 @@ def Bash(
 
     async def run(input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         command: str = input["command"]
-        seconds = float(input.get("timeout", timeout))
+        seconds = float(input["timeout"]) / 1000 if "timeout" in input else timeout
         output = OutputBuffer(output_limit, ctx.progress)
         try:
             argv = command_line(command)
@@ -283,7 +360,7 @@ def Bash(
                 start_new_session=True,
             )
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the command
-            return ToolOutput(f"cannot start bash: {exc}", is_error=True)
+            return tool_error(f"cannot start bash: {exc}")
         stdout = process.stdout
         assert stdout is not None
         group = _ProcessGroup(process, RUNNER_GRACE if argv[0] != BASH else KILL_GRACE)
@@ -297,25 +374,31 @@ def Bash(
                     await group.stop()
                 finally:
                     await stdout.aclose()  # closes before its checkpoint
+        text = clean_output(output.text())
         if deadline.cancelled_caught:
-            return ToolOutput(
-                f"Command timed out after {seconds:g} seconds; its process group was "
-                f"killed.\n{output.text()}",
-                is_error=True,
-            )
+            why = f"Command timed out after {duration(seconds * 1000)}"
+            return ToolOutput(failure(TIMEOUT_EXIT_CODE, why, text), is_error=True)
         code = process.returncode
         assert code is not None
-        if code != 0:
-            return ToolOutput(
-                f"Command failed: {_describe_exit(code)}\n{output.text()}", is_error=True
-            )
-        return ToolOutput(output.text() or "(no output)")
+        if code != 0 and not (code == 1 and exit_1_is_an_answer(command)):
+            return ToolOutput(failure(exit_code(code), text), is_error=True)
+        return ToolOutput(text or NO_OUTPUT)
 
     return Tool(
         "Bash",
-        "Run a bash command in the workspace directory. stdout and stderr are merged; "
-        f"long output keeps its last {output_limit} characters; the default timeout is "
-        f"{timeout:g} seconds.",
+        "Executes a given bash command with optional timeout, in the workspace directory.\n\n"
+        "Usage notes:\n"
+        f"  - You can specify an optional timeout in milliseconds (up to "
+        f"{MAX_TIMEOUT * 1000:.0f}ms / {MAX_TIMEOUT / 60:g} minutes). If not specified, "
+        f"commands will timeout after {timeout * 1000:.0f}ms ({duration(timeout * 1000)}).\n"
+        "  - It is very helpful if you write a clear, concise description of what this "
+        "command does.\n"
+        f"  - stdout and stderr are merged; output longer than {output_limit} characters "
+        "keeps its end.\n"
+        "  - Each command runs in a fresh shell: no state (cd, variables) carries over, "
+        "and nothing it starts outlives it (no background jobs).\n"
+        "  - Avoid using Bash with the `find`, `grep`, `cat`, `head`, `tail`, `sed`, `awk`, "
+        "or `echo` commands: use the dedicated Glob, Grep, Read, Edit and Write tools.",
         _SCHEMA,
         run,
         concurrency_safe=_read_only_call,
