@@ -22,6 +22,7 @@ from . import (
     _rule_decision,
     _scale,
     _storm,
+    _subagent,
 )
 from ._config import Benchmark
 from ._scenarios import SCENARIOS
@@ -91,6 +92,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "caching",
         "20-call tool loop: cost with prompt caching on vs off, request-build CPU",
         _caching.bench_caching,
+    ),
+    Benchmark(
+        "subagent",
+        "a subagent call vs a bare nested query() in a tool: dispatch overhead per call",
+        _subagent.bench_subagent,
     ),
     *(
         Benchmark(f"e2e.{s.name}", s.description, _e2e.bench_scenario(s))

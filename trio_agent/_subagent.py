@@ -144,6 +144,8 @@ class SubagentToolFinished:
         return f"{_indent(self.depth)}{self.agent} {mark} {self.tool_use_id}"
 
 
+_DEFAULT_OPTIONS: Final = TurnOptions()
+
 _NESTED = (SubagentText, SubagentToolStarted, SubagentToolProgress, SubagentToolFinished)
 
 
@@ -253,6 +255,10 @@ class SubagentRunner:
     options: TurnOptions | None
     max_tokens: int | None
     max_depth: int
+    #: The child's options for each parent ``can_use_tool`` seen (by id, kept with it).
+    _inherited: dict[int, tuple[Any, TurnOptions]] = attrs.field(
+        factory=dict[int, tuple[Any, TurnOptions]], init=False, repr=False
+    )
 
     async def __call__(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolOutput:
         output, _end = await self.call(input, ctx)
@@ -344,10 +350,7 @@ class SubagentRunner:
         tools: Sequence[Tool],
         client: Any,
     ) -> TurnEnd:
-        options = self.options if self.options is not None else TurnOptions()
-        inherited = parent.options.can_use_tool if isinstance(parent.options, TurnOptions) else None
-        if options.can_use_tool is None and inherited is not None:
-            options = attrs.evolve(options, can_use_tool=inherited)
+        options = self._options_under(parent)
         depth = parent.depth + 1
         report = ctx.progress
         name = self.name
@@ -386,6 +389,24 @@ class SubagentRunner:
         assert end is not None, "query() ends with a TurnEnd unless its block is left"
         parent.record_subagent(SubagentTurn(name, ctx.tool_use_id, end))
         return end
+
+    def _options_under(self, parent: TurnInfo) -> TurnOptions:
+        """The child's options under *parent*: its own, asking the parent's
+        ``can_use_tool`` unless they name one. Made once per parent check (building a
+        TurnOptions runs every validator: a quarter of a millisecond)."""
+        options = self.options if self.options is not None else _DEFAULT_OPTIONS
+        inherited = parent.options.can_use_tool if isinstance(parent.options, TurnOptions) else None
+        if options.can_use_tool is not None or inherited is None:
+            return options
+        cached = self._inherited.get(id(inherited))
+        if cached is None or cached[0] is not inherited:
+            if len(self._inherited) >= 64:  # a program making checks on the fly
+                self._inherited.clear()
+            cached = self._inherited[id(inherited)] = (
+                inherited,
+                attrs.evolve(options, can_use_tool=inherited),
+            )
+        return cached[1]
 
     def result(self, end: TurnEnd) -> ToolOutput:
         """The call's result for the subagent's *end*: its final text, or an error
