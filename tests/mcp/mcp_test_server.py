@@ -15,12 +15,33 @@ import os
 import signal
 import socket
 import sys
+import warnings
 from collections import defaultdict
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ImageContent, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.types import (
+    ImageContent,
+    NotificationParams,
+    SamplingMessage,
+    TextContent,
+    ToolAnnotations,
+)
+from pydantic import BaseModel
+
+# Logging and roots are deprecated by the 2026-07-28 revision, still the current one's way.
+warnings.simplefilter("ignore", MCPDeprecationWarning)
+
+
+class Order(BaseModel):
+    """What ``order`` asks the user for (``size`` has a default)."""
+
+    dish: str
+    size: str = "medium"
+    count: int = 1
+
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
@@ -111,6 +132,66 @@ def build(name: str = "test") -> MCPServer:
         """Pretend to delete *path* (destructive)."""
         print(f"wipe {path}", file=sys.stderr, flush=True)
         return f"wiped {path}"
+
+    @app.tool()
+    async def order(ctx: Context) -> str:
+        """Ask the user what to order (form elicitation); say what came back."""
+        result = await ctx.elicit("What would you like?", Order)
+        if result.action != "accept":
+            return result.action
+        return f"{result.data.count} {result.data.size} {result.data.dish}"
+
+    @app.tool()
+    async def visit(url: str, ctx: Context) -> str:
+        """Ask the user to visit *url* (URL elicitation)."""
+        return (await ctx.elicit_url("Please sign in", url, "visit-1")).action
+
+    @app.tool()
+    async def summarize(text: str, ctx: Context) -> str:
+        """Have the client's model answer *text* (sampling)."""
+        result = await ctx.session.create_message(
+            [SamplingMessage(role="user", content=TextContent(type="text", text=text))],
+            max_tokens=100,
+            system_prompt="Be brief.",
+        )
+        content = result.content
+        said = content.text if isinstance(content, TextContent) else repr(content)
+        return f"{result.model}: {said}"
+
+    @app.tool(annotations=READ_ONLY)
+    async def roots(ctx: Context) -> str:
+        """The client's roots, one URI a line."""
+        listed = await ctx.session.list_roots()
+        return "\n".join(str(root.uri) for root in listed.roots)
+
+    roots_changed = anyio.Event()
+
+    async def on_roots_changed(_ctx: object, _params: NotificationParams) -> None:
+        roots_changed.set()
+
+    app._lowlevel_server.add_notification_handler(  # pyright: ignore[reportPrivateUsage]
+        "notifications/roots/list_changed", NotificationParams, on_roots_changed
+    )
+
+    @app.tool(annotations=READ_ONLY)
+    async def roots_after_change(ctx: Context) -> str:
+        """Wait for notifications/roots/list_changed, then list the roots again."""
+        await roots_changed.wait()
+        listed = await ctx.session.list_roots()
+        return "\n".join(str(root.uri) for root in listed.roots)
+
+    @app.tool(annotations=READ_ONLY)
+    async def whoami(ctx: Context) -> str:
+        """The client's name and version, as it said in initialize."""
+        params = ctx.session.client_params
+        info = params.client_info if params is not None else None
+        return f"{info.name} {info.version}" if info is not None else "unknown"
+
+    @app.tool(annotations=READ_ONLY)
+    async def shout(level: str, message: str, ctx: Context) -> str:
+        """Send *message* as a log message at *level*."""
+        await ctx.log(level, message, logger_name="shouter")  # type: ignore[arg-type]
+        return "sent"
 
     return app
 

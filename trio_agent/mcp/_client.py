@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -18,6 +19,7 @@ from typing import Any, Literal, cast
 import attrs
 import mcp
 import trio
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from .._messages import AssistantMessage, TextBlock, UserMessage
 from .._model import ModelClient, StreamResult
@@ -353,7 +355,10 @@ class MCPRoots:
         self._paths = _resolved(paths)
         for session in list(self._sessions):
             try:
-                await session.send_roots_list_changed()  # pyright: ignore[reportDeprecated]
+                with warnings.catch_warnings():
+                    # Deprecated by the 2026-07-28 revision, still the current one's way.
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await session.send_roots_list_changed()  # pyright: ignore[reportDeprecated]
             except Exception as exc:  # a server that went away misses the news
                 logger.debug("roots/list_changed not sent: %s", exc)
         await trio.lowlevel.checkpoint()
