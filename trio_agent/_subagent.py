@@ -413,9 +413,8 @@ class SubagentRunner:
         saying how it ended (with what it had written)."""
         text = _final_text(end)
         if end.reason is TurnEndReason.COMPLETED:
-            output = getattr(end, "output", None)
-            if output is not None:
-                return ToolOutput(_typed(output))
+            if end.output is not None:  # options.output_type: the value, as JSON
+                return ToolOutput(_typed(end.output))
             return ToolOutput(text or f"({self.name} finished without text.)")
         why = _ENDINGS.get(end.reason, "ended early")
         detail = f" {end.message}" if end.message else ""

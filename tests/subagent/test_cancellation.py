@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from trio_agent import (
     AbortReason,
+    SubagentToolStarted,
     TextBlock,
     Tool,
     ToolContext,
@@ -26,8 +27,8 @@ from trio_agent import (
     Usage,
     UserMessage,
     query,
+    subagent,
 )
-from trio_agent._subagent import SubagentToolStarted, subagent
 from trio_agent.testing import (
     LeakCheck,
     ScriptedAnswer,

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from trio_agent import Session, TextBlock, ToolUseBlock, Usage, read_transcript
+from trio_agent import Session, TextBlock, ToolUseBlock, Usage, read_transcript, subagent
 from trio_agent._cli._main import main
-from trio_agent._subagent import subagent
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, check_history
 
 

@@ -4,16 +4,24 @@ its permission questions go to the parent's can_use_tool, its depth is bounded."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import trio_agent
 from trio_agent import (
     Allow,
     Reject,
+    SubagentText,
+    SubagentToolFinished,
+    SubagentToolProgress,
+    SubagentToolStarted,
     TextBlock,
     Tool,
     ToolContext,
@@ -22,15 +30,16 @@ from trio_agent import (
     ToolUseBlock,
     TurnOptions,
     Usage,
-)
-from trio_agent._subagent import (
-    SubagentText,
-    SubagentToolFinished,
-    SubagentToolProgress,
-    SubagentToolStarted,
     subagent,
 )
-from trio_agent.testing import ScriptedAnswer, ScriptedModel, Timing, no_leaks
+from trio_agent.testing import (
+    ScriptedAnswer,
+    ScriptedModel,
+    Timing,
+    check_history,
+    no_leaks,
+    run_virtual,
+)
 
 
 def answer(*blocks: Any, inp: int = 10, out: int = 5, delay: float = 0.1) -> ScriptedAnswer:
@@ -224,3 +233,90 @@ def test_bad_definitions_are_refused() -> None:
     with pytest.raises(TypeError):
         subagent("a", "d", tools=[], system="s", options={})  # type: ignore[arg-type]
     assert isinstance(Usage(), Usage)
+
+
+@attrs.frozen
+class Weather:
+    city: str
+    celsius: int
+
+
+async def test_a_typed_subagent_answers_with_its_value_as_json(
+    autojump_clock: Any, parent_turn: Any
+) -> None:
+    model = ScriptedModel(
+        [
+            answer(ToolUseBlock("p1", "forecaster", {"prompt": "Lyon?"})),
+            answer(TextBlock('{"city": "Lyon", "celsius": 21}')),
+            answer(TextBlock("done")),
+        ]
+    )
+    forecaster = subagent(
+        "forecaster", "d", tools=[], system="s", options=TurnOptions(output_type=Weather)
+    )
+    events, end = await parent_turn(model.client(), [forecaster])
+    result = next(e for e in events if isinstance(e, ToolResult))
+    assert json.loads(str(result.content)) == {"city": "Lyon", "celsius": 21}
+    assert end.subagents[0].end.output == Weather("Lyon", 21)
+
+
+async def test_a_child_that_cannot_start_is_the_calls_error_result(
+    autojump_clock: Any, parent_turn: Any
+) -> None:
+    # A budget on a model without a known price: query() refuses to start.
+    model = ScriptedModel(
+        [answer(ToolUseBlock("p1", "helper", {"prompt": "x"})), answer(TextBlock("ok"))]
+    )
+    helper = subagent("helper", "d", tools=[], system="s", options=TurnOptions(max_budget_usd=1.0))
+    events, end = await parent_turn(model.client(), [helper])
+    result = next(e for e in events if isinstance(e, ToolResult))
+    assert result.is_error
+    assert "max_budget_usd" in str(result.content)
+    assert end.reason == "completed"
+    assert end.subagents == ()
+    assert len(model.requests) == 2
+
+
+_any_text = st.lists(st.characters(), max_size=30).map("".join)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    prompt=st.one_of(_any_text, st.integers(), st.none(), st.lists(st.integers(), max_size=3)),
+    note=st.one_of(st.none(), _any_text),
+)
+def test_any_input_gives_a_valid_child_or_a_clear_error(prompt: Any, note: Any) -> None:
+    """Text of any kind (lone surrogates too) starts the child with a valid history;
+    anything else is refused before the child starts, naming the input."""
+    call: dict[str, Any] = {"prompt": prompt}
+    if note is not None:
+        call["description"] = note
+
+    async def main() -> None:
+        model = ScriptedModel(
+            [
+                answer(ToolUseBlock("p1", "helper", call)),
+                answer(TextBlock("child")),
+                answer(TextBlock("ok")),
+            ]
+        )
+        helper = subagent("helper", "d", tools=[], system="s")
+        async with trio_agent.query(
+            model.client(), [trio_agent.UserMessage("go")], tools=[helper], model="m", max_tokens=50
+        ) as events:
+            items = [e async for e in events]
+        result = next(e for e in items if isinstance(e, ToolResult))
+        end = items[-1]
+        if isinstance(prompt, str):
+            assert result.content == "child"
+            (run,) = end.subagents
+            check_history(run.end.messages, strict=True)
+            sent = model.requests[1].body["messages"]
+            assert len(sent) == 1
+        else:
+            assert result.is_error
+            assert "InputValidationError" in str(result.content)
+            assert end.subagents == ()
+            assert len(model.requests) == 2
+
+    run_virtual(main)
