@@ -42,7 +42,16 @@ def test_every_command_line_parses() -> None:
     for line in lines:
         command = line[line.index("trio-agent ") :]
         args = parser.parse_args(shlex.split(command)[1:])
-        assert args.command in ("demo", "run", "chat", "replay", "stream", "worker", "submit")
+        assert args.command in (
+            "demo",
+            "run",
+            "chat",
+            "replay",
+            "stream",
+            "worker",
+            "submit",
+            "view",
+        )
 
 
 def test_links_point_to_files_that_exist() -> None:

@@ -85,6 +85,14 @@ def _shape(recorder: TurnRecorder) -> list[list[str]]:
     return [[what for _, what in recorder.timeline(c)] for c in recorder.calls]
 
 
+_TOOL_SIDE = frozenset({"ToolResult", "ToolFinished", "ToolProgress"})
+
+
+def _by_side(events: list[Any]) -> tuple[list[str], list[str]]:
+    names = [type(e).__name__ for e in events]
+    return [n for n in names if n not in _TOOL_SIDE], [n for n in names if n in _TOOL_SIDE]
+
+
 def _messages_of(events: list[Any]) -> list[Any]:
     return [e for e in events if hasattr(e, "to_api") and type(e).__name__.endswith("Message")]
 
@@ -160,7 +168,9 @@ async def test_replay_gives_the_same_history_events_and_timeline(
     assert model.remaining == ()
     assert model.mismatches == []
     assert history == recorded["history"]
-    assert [type(e).__name__ for e in events] == [type(e).__name__ for e in recorded["events"]]
+    # The same events: the stream's in the same order, the tools' in the same order
+    # (how the two interleave is timing, which real time on a loaded machine blurs).
+    assert _by_side(events) == _by_side(recorded["events"])
     assert _messages_of(events) == _messages_of(recorded["events"])
     assert _shape(recorder) == _shape(recorded["recorder"])
     assert recorder.summary()["calls"][0]["saved"] > 0

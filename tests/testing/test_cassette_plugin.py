@@ -188,3 +188,54 @@ async def test_a_replay_that_stops_early_fails_at_teardown(autojump_clock: Any) 
     assert len(fixture.model.requests) == 1
     with pytest.raises(pytest.fail.Exception, match=r"made 1 requests; .* recorded 2"):
         fixture.check()
+
+
+def test_the_readme_example_records_then_replays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's "Record and replay" test, recorded against the scripted model on a
+    loopback socket standing in for the API, then replayed in virtual time."""
+    import re
+
+    import trio.testing
+
+    import trio_agent
+    from trio_agent.testing._pytest_plugin import CassetteFixture
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Record and replay", 1)[1].split("\n## ", 1)[0]
+    (example,) = re.findall(r"^```python\n(.*?)^```", section, re.M | re.S)
+    namespace: dict[str, Any] = {"__name__": "readme_cassette"}
+    exec(compile(example, "README.md", "exec"), namespace)
+    test = namespace["test_weather_agent"]
+    (mark,) = test.pytestmark
+    path = tmp_path / "test_weather_agent.json"
+    real = trio_agent.AnthropicClient
+    upstream = ScriptedModel(
+        [
+            ScriptedAnswer(
+                blocks=[ToolUseBlock("toolu_l", "weather", {"city": "Lyon"})],
+                stop_reason="tool_use",
+            ),
+            ScriptedAnswer(blocks=[TextBlock("Lyon: sunny, 21 °C.")]),
+        ]
+    )
+
+    async def record() -> None:
+        async with serve_scripted_model(upstream) as url:
+            monkeypatch.setattr(
+                trio_agent, "AnthropicClient", lambda: real(api_key="sk-real", base_url=url)
+            )
+            await test(CassetteFixture(path, recording=True, tool_mode=mark.kwargs["tools"]), None)
+
+    trio.run(record)
+    assert len(upstream.requests) == 2
+    assert "sk-real" not in path.read_text()
+
+    monkeypatch.setattr(trio_agent, "AnthropicClient", lambda: real(api_key="sk-other"))
+    replay = CassetteFixture(path, recording=False, tool_mode=mark.kwargs["tools"])
+    trio.run(test, replay, None, clock=trio.testing.MockClock(autojump_threshold=0))
+    replay.check()
+    assert replay.model is not None
+    assert len(replay.model.requests) == 2
+    assert replay.model.tool_mode == "replay"

@@ -244,7 +244,8 @@ async def test_hostile_text_is_shown_never_run(
     assert page["result"] == HOSTILE_RESULT
     assert "</pre><script>window.__pwned=1</script>" in page["input"]
     assert page["model"] == "<b>model</b>"
-    assert fold == [False, f"show all ({len(BIG):,} characters)", 2001]
+    head = "".join(BIG.splitlines(keepends=True)[:12])  # the first 12 lines, then "…"
+    assert fold == [False, f"show all (400 lines, {len(BIG):,} characters)", len(head) + 1]
     assert shown == [True, BIG]
 
 

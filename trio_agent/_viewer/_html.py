@@ -18,8 +18,9 @@ from ._sources import Item, SessionView
 
 __all__ = ["esc", "list_page", "session_page", "timeline_svg"]
 
-#: Characters of a block shown before the "show all" fold.
+#: Characters and lines of a block shown before its "show all" fold.
 CUT: Final = 2000
+CUT_LINES: Final = 12
 
 
 def esc(value: object) -> str:
@@ -79,12 +80,16 @@ def list_page(views: Sequence[SessionView], version: str) -> str:
 
 
 def _cut(text: str, cls: str) -> str:
-    """*text* in a ``<pre>``, cut at :data:`CUT` characters with a "show all" fold."""
-    if len(text) <= CUT:
+    """*text* in a ``<pre>``, cut at :data:`CUT` characters or :data:`CUT_LINES` lines
+    with a "show all" fold holding the whole."""
+    lines = text.splitlines(keepends=True)
+    if len(text) <= CUT and len(lines) <= CUT_LINES:
         return f'<pre class="{cls}">{esc(text)}</pre>'
+    head = "".join(lines[:CUT_LINES])[:CUT]
     return (
-        f'<pre class="{cls} cut">{esc(text[:CUT])}…</pre>'
-        f'<details class="all"><summary>show all ({len(text):,} characters)</summary>'
+        f'<pre class="{cls} cut">{esc(head)}…</pre>'
+        f'<details class="all"><summary>show all ({len(lines):,} lines,'
+        f" {len(text):,} characters)</summary>"
         f'<pre class="{cls}">{esc(text)}</pre></details>'
     )
 
@@ -234,7 +239,7 @@ def _item(item: Item) -> str:
         stop = f'<span class="stop">{esc(item.text)}</span>' if item.text else ""
         return (
             f'<section class="item assistant"><h3>assistant {model}{stop}</h3>'
-            f"{blocks}{_usage(item.usage)}{timeline}</section>"
+            f"{timeline}{blocks}{_usage(item.usage)}</section>"
         )
     if item.kind == "end":
         return f'<div class="item end">{esc(item.text)}</div>'

@@ -5,8 +5,8 @@ Everything is read, never written. A file is one session:
 - a transcript (its first line a ``header``: what ``Session(transcript_path=...)``
   writes): the conversation, its compactions (``history`` lines) and the calls that
   await approval (``pending``);
-- an event log (lines with a ``type`` and a time ``t``: what ``trio-agent demo --json``
-  and ``run --json`` print): the conversation too, and what only events tell: each
+- an event log (lines whose ``type`` is an event's class name, ``AssistantMessage``,
+  ``TurnEnd``...: what ``trio-agent demo --json`` and ``run --json`` print): the conversation too, and what only events tell: each
   turn's end reason, the retries and discarded attempts, the errors, and the
   timeline of each model call (the ``Timeline`` line).
 
@@ -126,6 +126,12 @@ def _text_of(content: Any) -> str:
     return "\n".join(parts)
 
 
+def _input_text(value: Any) -> str:
+    """A tool input as JSON: on one line when short, else indented."""
+    line = json.dumps(value, ensure_ascii=False)
+    return line if len(line) <= 100 else json.dumps(value, ensure_ascii=False, indent=2)
+
+
 @attrs.define
 class _Builder:
     """Folds messages and events into a :class:`SessionView`'s items and totals."""
@@ -199,7 +205,7 @@ class _Builder:
                     "type": "tool_use",
                     "id": use_id,
                     "name": str(block.get("name", "")),
-                    "input": json.dumps(block.get("input"), ensure_ascii=False, indent=2),
+                    "input": _input_text(block.get("input")),
                     "result": None,
                 }
                 self.tool_uses[use_id] = use
@@ -358,8 +364,8 @@ def read_session(path: str | os.PathLike[str]) -> SessionView:
     )
     builder = _Builder(view)
     records = _records(path, builder)
-    first: Mapping[str, Any] = records[0] if records else {}
-    if first.get("type") == "header" or ("t" not in first and first.get("type") != "Timeline"):
+    first = str(records[0].get("type", "")) if records else ""
+    if not first[:1].isupper():  # a transcript's lines are lower case, events CamelCase
         _transcript(builder, records)
     else:
         view.kind = "events"

@@ -662,7 +662,7 @@ class _RecordingTransport(httpx.AsyncBaseTransport):
 
 
 def _protocol_of(client: Any) -> Protocol:
-    from .. import AnthropicClient, OpenAIClient
+    from .._model import AnthropicClient, OpenAIClient
 
     if isinstance(client, AnthropicClient):
         return "anthropic"
@@ -711,7 +711,7 @@ async def record(
     Example::
 
         async with record(AnthropicClient(), "tests/cassettes/fix_bug.json") as client:
-            session = Session(client, tools, model="claude-sonnet-4-5")
+            session = Session(client, tools, model="claude-sonnet-5-5")
             ...
 
     Raises:

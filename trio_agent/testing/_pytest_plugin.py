@@ -15,7 +15,7 @@ Example::
     @pytest.mark.cassette(tools="replay")
     async def test_fix_bug(cassette, cassette_clock):
         async with cassette.client(lambda: AnthropicClient()) as client:
-            session = Session(client, cassette.tools(my_tools), model="claude-sonnet-4-5")
+            session = Session(client, cassette.tools(my_tools), model="claude-sonnet-5-5")
             async with session.submit("fix the bug") as events:
                 async for _ in events:
                     pass

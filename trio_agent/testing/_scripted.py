@@ -184,7 +184,7 @@ class ScriptedModel:
         Example::
 
             model = ScriptedModel.from_cassette("tests/cassettes/fix_bug.json")
-            session = Session(model.client(), model.tools(tools), model="claude-sonnet-4-5")
+            session = Session(model.client(), model.tools(tools), model="claude-sonnet-5-5")
 
         Raises:
             CassetteError: the file is not a cassette.
