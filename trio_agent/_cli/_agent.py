@@ -89,8 +89,12 @@ async def open_mcp_option(args: argparse.Namespace) -> AsyncGenerator[Sequence[T
         return
     # Lazy: the mcp extra is optional, and heavy (~0.6 s to import).
     from ..mcp import load_mcp_config, open_mcp_tools
+    from ._mcp_prompts import terminal_authorize, terminal_elicit
 
-    async with open_mcp_tools(load_mcp_config(path)) as mcp_tools:
+    servers = load_mcp_config(path)
+    # A server's OAuth sign-in opens the browser; its questions are asked here.
+    authorize, elicit = terminal_authorize(), terminal_elicit()
+    async with open_mcp_tools(servers, authorize=authorize, elicit=elicit) as mcp_tools:
         yield mcp_tools
 
 
