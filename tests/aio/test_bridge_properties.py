@@ -93,14 +93,17 @@ def test_items_cross_in_order_bounded(
             raised = exc
         run = await aio.current_guest_run()
         assert run.statistics().tasks == 0  # the Trio side ended before the block did
-        left = leave_at is not None and leave_at < len(items)
+        left = leave_at is not None and leave_at + 1 < len(items)
         if left:
             assert got == items[: leave_at + 1]
-            assert aborts == [1]
+            # Aborted, unless the producer had already sent everything (buffered).
+            assert aborts == [1] or (aborts == [] and sent == items)
         else:
             assert got == items
             assert sent == items
-            assert aborts == []
+            # Read to the end: no abort (a break at the last item may still abort,
+            # if the producer had not ended yet).
+            assert aborts == [] or (aborts == [1] and leave_at is not None)
         # The error, once and as itself: from the stream, or (the consumer left
         # before it) from the block's exit; never lost.
         assert raised is error
@@ -164,9 +167,8 @@ def test_resume_continues_a_transcript(run_asyncio: RunAsyncio, tmp_path: Path) 
         model = ScriptedModel(
             [ScriptedAnswer(blocks=[TextBlock("One.")]), ScriptedAnswer(blocks=[TextBlock("Two.")])]
         )
-        first = aio.Session(model.client(), [], model=MODEL, transcript_path=path)
-        assert (await first.run("count")).text == "One."
-        first.close()
+        async with aio.Session(model.client(), [], model=MODEL, transcript_path=path) as first:
+            assert (await first.run("count")).text == "One."
         again = aio.Session.resume(path, model.client(), [])
         assert again.messages == first.messages
         assert (await again.run("go on")).text == "Two."

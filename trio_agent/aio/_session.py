@@ -170,6 +170,17 @@ class Session:
         """Close the transcript file."""
         self._session.close()
 
+    async def aclose(self) -> None:
+        """:meth:`trio_agent.Session.aclose` (in Trio): the transcript, and the client
+        if the session made it."""
+        await call_in_trio(self._session.aclose)
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
 
 def query(
     client: ModelClient,
