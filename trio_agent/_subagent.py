@@ -81,12 +81,8 @@ _INPUT_SCHEMA: Final[Mapping[str, Any]] = {
 
 # What a subagent's call reports as its ToolProgress.data. Each names the subagent and
 # its depth (1 under a top-level turn): a subagent's own subagents report through it,
-# unchanged, so a UI nests them by depth. Each prints as one line, indented by its
-# depth: what the CLI shows as the call's progress.
-
-
-def _indent(depth: int) -> str:
-    return "  " * (depth - 1)
+# unchanged, so a UI nests them by depth. Each prints as one line (what the CLI shows
+# as the call's progress, indented by its depth).
 
 
 @attrs.frozen
@@ -98,7 +94,7 @@ class SubagentText:
     text: str
 
     def __str__(self) -> str:
-        return f"{_indent(self.depth)}{self.agent}: {' '.join(self.text.split())}"
+        return f"{self.agent}: {' '.join(self.text.split())}"
 
 
 @attrs.frozen
@@ -112,7 +108,7 @@ class SubagentToolStarted:
     input: Mapping[str, Any]
 
     def __str__(self) -> str:
-        return f"{_indent(self.depth)}{self.agent} → {summarize_call(self.name, self.input)}"
+        return f"{self.agent} → {summarize_call(self.name, self.input)}"
 
 
 @attrs.frozen
@@ -126,7 +122,7 @@ class SubagentToolProgress:
 
     def __str__(self) -> str:
         lines = str(self.data).strip().splitlines()
-        return f"{_indent(self.depth)}{self.agent}   │ {lines[-1] if lines else ''}"
+        return f"{self.agent} │ {lines[-1] if lines else ''}"
 
 
 @attrs.frozen
@@ -141,7 +137,7 @@ class SubagentToolFinished:
 
     def __str__(self) -> str:
         mark = "cancelled" if self.abort_reason is not None else "✗" if self.is_error else "✓"
-        return f"{_indent(self.depth)}{self.agent} {mark} {self.tool_use_id}"
+        return f"{self.agent} {mark} {self.tool_use_id}"
 
 
 _DEFAULT_OPTIONS: Final = TurnOptions()

@@ -21,6 +21,12 @@ import trio
 from .._executor import ToolProgress
 from .._loop import BlockFinished, ModelFallback, TextDelta
 from .._messages import AssistantMessage, ToolUseBlock, UserMessage
+from .._subagent import (
+    SubagentText,
+    SubagentToolFinished,
+    SubagentToolProgress,
+    SubagentToolStarted,
+)
 from ._plain import PlainConsole, escape
 from ._timeline import TurnRecorder, printable
 
@@ -36,6 +42,8 @@ __all__ = [
     "print_plain",
     "print_timeline",
 ]
+
+_SUBAGENT_STEPS = (SubagentToolStarted, SubagentToolProgress, SubagentToolFinished)
 
 #: The style of each tool state, in the live view and the timeline.
 STYLES: Final[Mapping[str, str]] = {
@@ -145,8 +153,13 @@ async def print_plain(
                 end_line()
                 out.write(f"  → {event.block.name}({preview(dict(event.block.input), 60)})\n")
         elif isinstance(event, ToolProgress):
+            data = event.data
+            if isinstance(data, SubagentText):
+                continue  # a subagent's text: its steps and its result are shown
             end_line()
-            out.write(f"    │ {preview(printable(str(event.data)), 74)}\n")
+            # A subagent's steps, indented by its depth (its subagents' further in).
+            depth = data.depth if isinstance(data, _SUBAGENT_STEPS) else 1
+            out.write(f"    │ {'  ' * (depth - 1)}{preview(printable(str(data)), 74)}\n")
         elif not isinstance(event, AssistantMessage):  # its tool calls are shown already
             end_line()
             print_event(event, out)
