@@ -6,6 +6,7 @@ every level answered, every history valid, no task left, usage summed exactly.""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import hypothesis
@@ -321,3 +322,43 @@ def test_cutting_the_parent_at_any_child_event(
     routed: Any, script: list[ScriptedAnswer], at: int, pause: float | None, how: str
 ) -> None:
     run_virtual(lambda: cut_turn(routed, script, at, pause, how))
+
+
+async def leave_at(routed: Any, at: int, how: str) -> int:
+    """A parent turn with a subagent whose consumer leaves at event *at* (``break`` or
+    an exception); the number of events the turn had sent by then."""
+    parent = ScriptedModel(
+        [answer(ToolUseBlock("pa", "a", {"prompt": "x"})), answer(TextBlock("parent done"))]
+    )
+    kid = ScriptedModel(
+        [
+            answer(TextBlock("looking"), ToolUseBlock("k1", "wait", {"s": 1})),
+            answer(TextBlock("kid done")),
+        ]
+    )
+    a = subagent("a", "A.", tools=[WAIT], system="a", model="kid")
+    client = routed({"parent": parent, "kid": kid})
+    seen = 0
+    try:
+        async with query(
+            client, [UserMessage("go")], tools=[a], model="parent", max_tokens=100
+        ) as stream:
+            async for _ in stream:
+                if seen == at:
+                    if how == "break":
+                        break
+                    raise LookupError("the consumer failed")
+                seen += 1
+    except LookupError:
+        assert how == "raise"
+    for m in (parent, kid):
+        assert m.open_streams == 0
+    return seen
+
+
+def test_leaving_the_parent_at_any_event_ends_the_child_quietly(routed: Any) -> None:
+    total = run_virtual(partial(leave_at, routed, 10_000, "break"))
+    assert total > 8  # the parent's call, the child's progress, the results, the end
+    for how in ("break", "raise"):
+        for at in range(total):
+            assert run_virtual(partial(leave_at, routed, at, how)) == at
