@@ -4,7 +4,10 @@ field; tool outputs replay instead of running; secrets never reach the file."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,8 @@ import httpx
 import pytest
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trio_agent import (
     AnthropicClient,
@@ -316,3 +321,164 @@ def test_a_bad_cassette_is_a_typed_error(tmp_path: Path, content: str, message: 
 def test_record_refuses_another_client() -> None:
     with pytest.raises(TypeError, match="AnthropicClient or an OpenAIClient"):
         clone_client(object(), httpx.AsyncClient())
+
+
+# -- properties -----------------------------------------------------------------------
+
+_TEXT = st.lists(st.characters(), max_size=8).map("".join)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=25,
+)
+
+
+def _at(value: Any, path: str) -> Any:
+    """The value at a first_difference path ('body.a[0].b'); _MISSING_AT when absent."""
+    for token in re.findall(r"\.([^.\[]*)|\[(\d+)\]", path[len("body") :]):
+        key, index = token
+        if index:
+            if not isinstance(value, list) or int(index) >= len(value):
+                return _MISSING_AT
+            value = value[int(index)]
+        else:
+            if not isinstance(value, dict) or key not in value:
+                return _MISSING_AT
+            value = value[key]
+    return value
+
+
+_MISSING_AT = object()
+
+
+@settings(max_examples=100, deadline=None)
+@given(a=_JSON, b=_JSON)
+def test_first_difference_names_a_place_where_the_values_differ(a: Any, b: Any) -> None:
+    from trio_agent.testing._cassette import first_difference
+
+    found = first_difference(a, b, "body")
+    if found is None:
+        assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+        return
+    where = found[0]
+    # keys holding "." or "[" make the path ambiguous; the rest resolve exactly
+    if any(("." in k or "[" in k) for k in re.findall(r"\.([^.\[]*)", where)):
+        return
+    left, right = _at(a, where), _at(b, where)
+    assert left is not _MISSING_AT or right is not _MISSING_AT
+    if left is not _MISSING_AT and right is not _MISSING_AT:
+        assert type(left) is not type(right) or left != right
+
+
+@settings(max_examples=100, deadline=None)
+@given(base=_JSON, change=_TEXT)
+def test_a_changed_leaf_is_found(base: Any, change: str) -> None:
+    from trio_agent.testing._cassette import first_difference
+
+    recorded = {"messages": [{"role": "user", "content": "a"}], "extra": base}
+    received = copy.deepcopy(recorded)
+    received["messages"][0]["content"] = "a" + change + "!"
+    assert first_difference(recorded, received, "body") == (
+        "body.messages[0].content",
+        "a",
+        "a" + change + "!",
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    chunks=st.lists(st.tuples(st.floats(0, 5), st.binary(max_size=40)), max_size=6),
+    body=_JSON,
+    status=st.integers(100, 599),
+    error=st.booleans(),
+    outputs=st.dictionaries(_TEXT, _TEXT, max_size=3),
+)
+def test_a_cassette_survives_its_file(
+    tmp_path_factory: pytest.TempPathFactory,
+    chunks: list[tuple[float, bytes]],
+    body: Any,
+    status: int,
+    error: bool,
+    outputs: dict[str, str],
+) -> None:
+    from trio_agent.testing import (
+        Interaction,
+        RecordedExchangeError,
+        RecordedRequest,
+        RecordedResponse,
+        ToolReplay,
+    )
+
+    response: Any = (
+        RecordedExchangeError("ConnectError", 0.5)
+        if error
+        else RecordedResponse(status, (("content-type", "text/event-stream"),), 0.1, tuple(chunks))
+    )
+    cassette = Cassette(
+        "anthropic",
+        (Interaction(RecordedRequest("POST", "/v1/messages", {"a": "b"}, body), response),),
+        {k: ToolReplay(v) for k, v in outputs.items()},
+    )
+    path = tmp_path_factory.mktemp("c") / "c.json"
+    cassette.save(path)
+    assert Cassette.load(path) == cassette
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=_JSON)
+def test_any_json_is_a_cassette_or_a_cassette_error(data: Any) -> None:
+    with contextlib.suppress(CassetteError):
+        Cassette.from_json(data)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    secret=st.lists(
+        st.characters(min_codepoint=33, max_codepoint=126), min_size=8, max_size=40
+    ).map("".join)
+)
+def test_no_secret_reaches_the_file(tmp_path_factory: pytest.TempPathFactory, secret: str) -> None:
+    path = tmp_path_factory.mktemp("s") / "s.json"
+    upstream = ScriptedModel(_answers()[1:])
+    real = AnthropicClient(
+        api_key=secret, auth_token=secret, base_url="http://upstream", retry=RetryPolicy.never()
+    )
+
+    async def main() -> None:
+        async with record(real, path, transport=upstream.transport()) as client:
+            await _run(client, [])
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert upstream.requests[0].headers["x-api-key"] == secret  # it was sent...
+    assert secret not in path.read_text()  # ...and never written
+    assert json.dumps(secret)[1:-1] not in path.read_text()
+
+
+async def test_a_consumer_that_leaves_early_keeps_what_it_read(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A turn aborted mid-stream: the cassette holds the body as far as it was read,
+    and replays it (the same abort at the same point gives the same history)."""
+    path = tmp_path / "aborted.json"
+    upstream = ScriptedModel(_answers()[1:])
+
+    async def run_aborted(client: Any) -> tuple[Any, ...]:
+        session = Session(client, [], model="claude-test")
+        async with session.submit(PROMPT) as stream:
+            async for event in stream:
+                if type(event).__name__ == "TextDelta":
+                    session.abort()
+        return session.messages
+
+    real = AnthropicClient(api_key=SECRET, base_url="http://upstream", retry=RetryPolicy.never())
+    async with record(real, path, transport=upstream.transport()) as client:
+        history = await run_aborted(client)
+    cassette = Cassette.load(path)
+    (interaction,) = cassette.interactions
+    read = b"".join(d for _, d in interaction.response.chunks)  # pyright: ignore
+    assert b"message_start" in read
+    assert b"message_stop" not in read  # the rest was never read, so never recorded
+    model = ScriptedModel.from_cassette(path)
+    replayed = await run_aborted(_replay_client(model))
+    assert replayed == history
+    assert model.mismatches == []
