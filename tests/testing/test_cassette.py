@@ -278,20 +278,42 @@ async def test_a_transport_error_is_recorded_and_replayed(
     assert second - first >= 0.5  # the recorded drop came after 0.5 s, then the retry
 
 
-async def test_openai_cassette(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
-    upstream = ScriptedModel(_answers()[1:], protocol="openai-responses")
-    path = tmp_path / "openai.json"
-    real = OpenAIClient(api_key=SECRET, base_url="http://upstream/v1", retry=RetryPolicy.never())
-    async with record(real, path, transport=upstream.transport()) as client:
-        history, _, _ = await _run(client, [])
-    text = path.read_text()
+@pytest.mark.parametrize(
+    ("api", "protocol", "path"),
+    [
+        ("responses", "openai-responses", "/v1/responses"),
+        ("chat", "openai-chat", "/v1/chat/completions"),
+    ],
+)
+async def test_openai_cassettes_record_and_replay_tool_outputs(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, api: Any, protocol: Any, path: str
+) -> None:
+    upstream = ScriptedModel(_answers(), protocol=protocol)
+    file = tmp_path / "openai.json"
+    real = OpenAIClient(
+        api_key=SECRET, base_url="http://upstream/v1", api=api, retry=RetryPolicy.never()
+    )
+    calls: list[str] = []
+    async with record(real, file, transport=upstream.transport()) as client:
+        history, _, _ = await _run(client, [_weather_tool(calls)])
+    assert calls == ["Paris"]
+    text = file.read_text()
     assert SECRET not in text
-    assert json.loads(text)["protocol"] == "openai-responses"
-    model = ScriptedModel.from_cassette(path)
+    data = json.loads(text)
+    assert data["protocol"] == protocol
+    assert data["tool_outputs"] == {"toolu_1": {"content": "sunny in Paris"}}
+    model = ScriptedModel.from_cassette(file, tools="replay")
+
+    @tool
+    async def weather(city: str) -> str:
+        "The weather in a city."
+        raise AssertionError("a replayed tool must not run")
+
     replay = clone_client(real, httpx.AsyncClient(transport=model.transport()))
-    replayed, _, _ = await _run(replay, [])
+    replayed, _, _ = await _run(replay, model.tools([weather]))
     assert replayed == history
-    assert model.requests[0].path == "/v1/responses"
+    assert model.mismatches == []
+    assert [r.path for r in model.requests] == [path, path]
 
 
 @pytest.mark.parametrize(
