@@ -7,6 +7,9 @@ from __future__ import annotations
 import inspect
 import subprocess
 import sys
+import typing
+
+import attrs
 
 import trio_agent.aio as aio
 
@@ -40,3 +43,13 @@ def test_importing_it_imports_no_framework_and_starts_no_run() -> None:
         "assert threading.active_count() == 1\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_type_hints_of_its_classes_resolve() -> None:
+    for symbol in aio.__all__:
+        value = getattr(aio, symbol)
+        if inspect.isclass(value):
+            typing.get_type_hints(value, include_extras=True)
+            if attrs.has(value):
+                attrs.resolve_types(value)
+                assert not any(isinstance(f.type, str) for f in attrs.fields(value)), symbol
