@@ -28,6 +28,7 @@ checks it, see ``[tool.importlinter]`` in pyproject.toml)::
     mcp/          MCP servers as tools (the mcp extra)
     durable/      durable turns over DBOS, workers (the durable extra)
     otel/         OpenTelemetry GenAI spans (the otel extra)
+    aio/          the same turns from asyncio apps (FastAPI...), in Trio's guest mode
 
 Each subpackage's ``__init__`` is the face the layer above imports from. Every name a
 public face exports reports that face as its module (``_util.fixup_module_metadata``).
