@@ -139,6 +139,15 @@ _EXPORTS: dict[str, str] = {
     "PermissionDecision": "._permissions",
     "Reject": "._permissions",
     "Session": "._session",
+    "RunResult": "._session",
+    "run": "._session",
+    "PartialOutput": "._loop",
+    "OutputRejected": "._output",
+    "OutputValidationError": "._output",
+    "Ask": "._hooks",
+    "HookError": "._hooks",
+    "Hooks": "._hooks",
+    "ToolCall": "._hooks",
     "Transcript": "._session",
     "read_transcript": "._session",
     "repair_history": "._session",
@@ -192,11 +201,16 @@ if _typing.TYPE_CHECKING:
     from ._executor import ToolProgress as ToolProgress
     from ._executor import ToolResult as ToolResult
     from ._executor import open_tool_executor as open_tool_executor
+    from ._hooks import Ask as Ask
+    from ._hooks import HookError as HookError
+    from ._hooks import Hooks as Hooks
+    from ._hooks import ToolCall as ToolCall
     from ._loop import AttemptDiscarded as AttemptDiscarded
     from ._loop import BlockFinished as BlockFinished
     from ._loop import CacheBust as CacheBust
     from ._loop import Compacted as Compacted
     from ._loop import ModelFallback as ModelFallback
+    from ._loop import PartialOutput as PartialOutput
     from ._loop import PendingApprovals as PendingApprovals
     from ._loop import PermissionRuleError as PermissionRuleError
     from ._loop import PermissionRules as PermissionRules
@@ -237,16 +251,20 @@ if _typing.TYPE_CHECKING:
     from ._options import StopHook as StopHook
     from ._options import StopHookResult as StopHookResult
     from ._options import TurnOptions as TurnOptions
+    from ._output import OutputRejected as OutputRejected
+    from ._output import OutputValidationError as OutputValidationError
     from ._permissions import Allow as Allow
     from ._permissions import CanUseTool as CanUseTool
     from ._permissions import Defer as Defer
     from ._permissions import Deny as Deny
     from ._permissions import PermissionDecision as PermissionDecision
     from ._permissions import Reject as Reject
+    from ._session import RunResult as RunResult
     from ._session import Session as Session
     from ._session import Transcript as Transcript
     from ._session import read_transcript as read_transcript
     from ._session import repair_history as repair_history
+    from ._session import run as run
     from ._subagent import SubagentText as SubagentText
     from ._subagent import SubagentToolFinished as SubagentToolFinished
     from ._subagent import SubagentToolProgress as SubagentToolProgress

@@ -16,12 +16,14 @@ Example::
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Literal, Protocol, TypeAlias, cast, final
+from typing import Any, Literal, TypeAlias, cast, final
 
 import attrs
 
+from ._hooks import Hooks, StopHook, StopHookResult
 from ._messages import Message
 from ._output import OutputValidator, output_spec
 from ._permissions import CanUseTool
@@ -47,32 +49,6 @@ DEFAULT_MAX_STOP_HOOK_BLOCKS = 8
 RESERVED_REQUEST_FIELDS = frozenset(
     {"model", "messages", "max_tokens", "system", "tools", "stream"}
 )
-
-
-@attrs.frozen
-class StopHookResult:
-    """What a stop hook says about the end of a turn.
-
-    Attributes:
-        block: True to refuse the end: the loop sends *message* as a user message
-            and calls the model again (transition ``stop_hook_blocking``).
-        message: what the model reads when the hook blocks.
-    """
-
-    block: bool = False
-    message: str | None = None
-
-
-class StopHook(Protocol):
-    """``async hook(history, *, stop_hook_active) -> StopHookResult | None``.
-
-    *stop_hook_active* is True when the model is going on because a stop hook
-    blocked earlier in this turn (a hook can let go then, to avoid a loop).
-    """
-
-    def __call__(
-        self, messages: tuple[Message, ...], *, stop_hook_active: bool
-    ) -> Awaitable[StopHookResult | None]: ...
 
 
 #: ``async (history) -> new history``: what the loop calls to compact a history.
@@ -155,7 +131,18 @@ def _hooks(value: Any) -> tuple[StopHook, ...]:
     for hook in hooks:
         if not callable(hook):
             raise TypeError(f"stop_hooks must hold callables, not {hook!r:.80}")
+    if hooks:
+        warnings.warn(
+            "TurnOptions(stop_hooks=...) is deprecated: use TurnOptions(hooks=Hooks(stop=...))",
+            DeprecationWarning,
+            stacklevel=3,
+        )
     return cast("tuple[StopHook, ...]", hooks)
+
+
+def _check_hooks(_inst: Any, _attr: Any, value: Any) -> None:
+    if value is not None and not isinstance(value, Hooks):
+        raise TypeError(f"hooks must be a Hooks or None, not {value!r:.80}")
 
 
 def _check_output_type(_inst: Any, _attr: Any, value: Any) -> None:
@@ -239,8 +226,10 @@ class TurnOptions:
     """Abort and retry a model call after this many stalls (None: never)."""
 
     # -- hooks --------------------------------------------------------------------------
+    hooks: Hooks | None = attrs.field(default=None, validator=_check_hooks)
+    """A ``Hooks``: async callables around each tool call (pre/post tool use, failure), the prompt, compaction and the end of the turn."""
     stop_hooks: tuple[StopHook, ...] = attrs.field(default=(), converter=_hooks)
-    """Run when the model ends its answer; one that blocks makes the model go on."""
+    """Deprecated (use ``hooks=Hooks(stop=...)``): run after ``hooks.stop`` when the model ends its answer; one that blocks makes the model go on."""
     max_stop_hook_blocks: int = attrs.field(
         default=DEFAULT_MAX_STOP_HOOK_BLOCKS, validator=_int_at_least(0, optional=False)
     )

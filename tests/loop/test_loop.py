@@ -19,6 +19,8 @@ from trio_agent import (
     BlockFinished,
     Compacted,
     CompactionError,
+    HookError,
+    Hooks,
     InternalServerError,
     Message,
     ModelFallback,
@@ -628,9 +630,9 @@ async def test_stop_hook_blocks_then_lets_go(autojump_clock: trio.testing.MockCl
     async def quiet(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         return StopHookResult(block=False)
 
-    result = await run(
-        [text("Done."), text("Tests pass. Done.")], options=TurnOptions(stop_hooks=[hook, quiet])
-    )
+    with pytest.warns(DeprecationWarning, match="hooks=Hooks"):  # the old option still works
+        options = TurnOptions(hooks=Hooks(stop=hook), stop_hooks=[quiet])
+    result = await run([text("Done."), text("Tests pass. Done.")], options=options)
     assert result.transitions() == [TransitionReason.STOP_HOOK_BLOCKING]
     assert calls == [2, 4]
     assert result.request(1)["messages"][-1] == {
@@ -645,9 +647,11 @@ async def test_a_failing_stop_hook_ends_the_turn(autojump_clock: trio.testing.Mo
     async def hook(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         raise ValueError("hook broke")
 
-    result = await run([text("Done.")], options=TurnOptions(stop_hooks=[hook]))
+    result = await run([text("Done.")], options=TurnOptions(hooks=Hooks(stop=hook)))
     assert result.end.reason is TurnEndReason.ERROR
-    assert isinstance(result.end.error, ValueError)
+    assert isinstance(result.end.error, HookError)
+    assert result.end.error.hook == "stop"
+    assert isinstance(result.end.error.__cause__, ValueError)
     assert result.end.messages[-1].text == "Done."  # type: ignore[union-attr]
 
 
@@ -657,9 +661,9 @@ async def test_a_stop_hook_returning_garbage_ends_the_turn(
     async def hook(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         return True  # type: ignore[return-value]
 
-    result = await run([text("Done.")], options=TurnOptions(stop_hooks=[hook]))
+    result = await run([text("Done.")], options=TurnOptions(hooks=Hooks(stop=hook)))
     assert result.end.reason is TurnEndReason.ERROR
-    assert isinstance(result.end.error, TypeError)
+    assert isinstance(result.end.error, HookError)
     assert "StopHookResult" in str(result.end.error)
     assert result.end.messages[-1].text == "Done."  # type: ignore[union-attr]
 
@@ -926,7 +930,9 @@ async def test_abort_during_a_stop_hook(autojump_clock: trio.testing.MockClock) 
         await trio.sleep(10)
         return StopHookResult(block=True)  # pragma: no cover
 
-    result = await run([text("Done.")], options=TurnOptions(stop_hooks=[hook]), control=control)
+    result = await run(
+        [text("Done.")], options=TurnOptions(hooks=Hooks(stop=hook)), control=control
+    )
     assert result.end.reason is TurnEndReason.ABORTED_TOOLS
     assert result.end.messages[-1].text == "Done."  # type: ignore[union-attr]
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_agent import (
+    Hooks,
     Message,
     Session,
     StopHookResult,
@@ -46,7 +47,7 @@ async def test_stop_hooks_see_stop_hook_active(autojump_clock: Any, turn: Any) -
         return StopHookResult(block=not stop_hook_active, message="Check your work.")
 
     scripted = ScriptedModel([answer("Done."), answer("Checked. Done.")])
-    events, end = await turn(scripted.client(), options=TurnOptions(stop_hooks=[hook]))
+    events, end = await turn(scripted.client(), options=TurnOptions(hooks=Hooks(stop=hook)))
     assert seen == [False, True]
     assert reasons(events) == [TransitionReason.STOP_HOOK_BLOCKING]
     assert end.reason is TurnEndReason.COMPLETED
@@ -65,7 +66,8 @@ async def test_hooks_that_keep_blocking_end_the_turn(
 
     scripted = ScriptedModel([answer(f"Done {i}.") for i in range(limit + 5)])
     events, end = await turn(
-        scripted.client(), options=TurnOptions(stop_hooks=[stubborn], max_stop_hook_blocks=limit)
+        scripted.client(),
+        options=TurnOptions(hooks=Hooks(stop=stubborn), max_stop_hook_blocks=limit),
     )
     # bounded model calls: the first answer plus one per allowed block
     assert len(scripted.requests) == limit + 1
@@ -82,7 +84,7 @@ async def test_the_default_guard_holds_without_max_turns(autojump_clock: Any, tu
         return StopHookResult(block=True)
 
     scripted = ScriptedModel([answer(f"Done {i}.") for i in range(50)])
-    _, end = await turn(scripted.client(), options=TurnOptions(stop_hooks=[stubborn]))
+    _, end = await turn(scripted.client(), options=TurnOptions(hooks=Hooks(stop=stubborn)))
     assert end.reason is TurnEndReason.STOP_HOOK_LIMIT
     assert len(scripted.requests) == 9  # DEFAULT_MAX_STOP_HOOK_BLOCKS + 1
 

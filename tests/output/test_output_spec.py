@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trio_agent import TurnOptions
-from trio_agent._output import InvalidOutput, output_spec  # TODO(export)
+from trio_agent._output import InvalidOutput, output_spec
 
 
 @attrs.frozen

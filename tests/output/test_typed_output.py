@@ -21,6 +21,9 @@ from trio_agent import (
     Message,
     ModelClient,
     OpenAIClient,
+    OutputRejected,
+    OutputValidationError,
+    PartialOutput,
     RetryPolicy,
     Session,
     TextBlock,
@@ -36,11 +39,10 @@ from trio_agent import (
     UserMessage,
     query,
     read_transcript,
+    run,
     tool,
 )
-from trio_agent._loop._output import ACCEPTED, PartialOutput  # TODO(export)
-from trio_agent._output import OutputRejected, OutputValidationError  # TODO(export)
-from trio_agent._session import run  # TODO(export)
+from trio_agent._loop._output import ACCEPTED
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, Timing, check_history
 
 GO: tuple[Message, ...] = (UserMessage("extract the person"),)

@@ -37,9 +37,9 @@ from trio_agent import (
     Usage,
     UserMessage,
     read_transcript,
+    run,
     tool,
 )
-from trio_agent._session import run  # TODO(export): trio_agent.run
 from trio_agent.testing import HTTPErrorAnswer, ScriptedAnswer, ScriptedModel, Timing, check_history
 
 

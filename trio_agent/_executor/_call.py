@@ -18,6 +18,7 @@ import attrs
 import trio
 
 from .._exceptions import excerpt
+from .._hooks import Ask, PostToolUse, PreToolUse, ToolCall
 from .._messages import ContentBlock, OpaqueBlock, TextBlock, ToolUseBlock
 from .._permissions import Allow, CanUseTool, Defer, Deny, Reject
 from .._tools import (
@@ -33,6 +34,7 @@ from ._results import (
     ToolResult,
     bad_return_message,
     cap_content,
+    describe,
     invalid_input_message,
     permission_error_message,
     raised_message,
@@ -46,7 +48,10 @@ __all__ = [
     "Rejected",
     "Runnable",
     "check_input",
+    "hook_failed",
     "permit",
+    "post_tool",
+    "pre_tool",
     "prepare",
     "raised",
     "read_return",
@@ -232,6 +237,68 @@ async def permit(
             return _error(call, invalid_input_message(tool.name, error or "invalid"))
         return attrs.evolve(runnable, input=input)
     return runnable
+
+
+def hook_failed(call: Call, hook: str, what: str) -> Ran:
+    """The error result of a call whose *hook* failed (*what*: "raised X: ...")."""
+    return _error(call, f"Error: the {hook} hook of {call.block.name} {what}", failed=True)
+
+
+def _hook_raised(call: Call, hook: str, exc: Exception) -> Ran:
+    return hook_failed(call, hook, f"raised {type(exc).__name__}: {describe(exc)}")
+
+
+async def pre_tool(call: Call, runnable: Runnable, hook: PreToolUse) -> Ran | Runnable:
+    """Ask the ``pre_tool_use`` hook: the call runs (maybe with the input it gave),
+    or is answered (denied, deferred by ``Ask``, the hook failed)."""
+    try:
+        decision = await hook(ToolCall(runnable.tool, runnable.input, runnable.ctx))
+    except Exception as exc:
+        return _hook_raised(call, "pre_tool_use", exc)
+    if decision is None:
+        return runnable
+    if isinstance(decision, Deny):
+        return _error(call, decision.message)
+    if isinstance(decision, Ask):
+        result = ToolResult(call.block.id, decision.message, is_error=True, deferred=True)
+        return Ran(result)
+    if isinstance(decision, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        error, input = validated(runnable.tool, decision)
+        if input is None:
+            return _error(call, invalid_input_message(runnable.tool.name, error or "invalid"))
+        return attrs.evolve(runnable, input=input)
+    return hook_failed(
+        call,
+        "pre_tool_use",
+        f"returned a {type(decision).__name__}, not None, Deny, Ask or an input",
+    )
+
+
+async def post_tool(
+    call: Call,
+    runnable: Runnable,
+    ran: Ran,
+    hook: PostToolUse,
+    *,
+    name: str,
+    max_result_chars: int,
+) -> Ran:
+    """Show *ran*'s result to the ``post_tool_use`` (or ``post_tool_failure``) hook:
+    what it returns instead (read as a tool's return, capped as one) replaces it."""
+    try:
+        value = await hook(ToolCall(runnable.tool, runnable.input, runnable.ctx), ran.result)
+    except Exception as exc:
+        return _hook_raised(call, name, exc)
+    if value is None:
+        return ran
+    read = read_return(value)
+    if read is None:
+        return hook_failed(call, name, f"returned {_describe_return(value)}, not a tool result")
+    content, is_error, _modifier = read
+    tool = runnable.tool
+    limit = tool.max_result_chars if tool.max_result_chars is not None else max_result_chars
+    result = ToolResult(call.block.id, cap_content(content, limit), is_error=is_error, started=True)
+    return Ran(result, ran.modifier, failed=ran.failed or is_error)
 
 
 def raised(call: Call, runnable: Runnable, exc: Exception) -> Ran:

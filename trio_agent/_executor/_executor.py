@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, NoReturn, TypeVar, final
 
@@ -31,16 +31,21 @@ import attrs
 import trio
 
 from .._exceptions import ExecutorClosedError, unwrap_single
+from .._hooks import Hooks
 from .._messages import ToolUseBlock
 from .._options import TurnOptions
 from .._tools import Tool, tools_by_name
 from ._call import (
     Call,
     CallState,
+    Ran,
     Rejected,
     Runnable,
     check_input,
+    hook_failed,
     permit,
+    post_tool,
+    pre_tool,
     prepare,
     raised,
     returned,
@@ -65,6 +70,7 @@ logger = logging.getLogger("trio_agent.executor")
 TOOL_TASK_PREFIX = "trio_agent tool"
 
 _T = TypeVar("_T")
+_S = TypeVar("_S")
 
 
 class NoPublicConstructor(type):
@@ -77,6 +83,16 @@ class NoPublicConstructor(type):
 
     def _create(cls: type[_T], *args: Any, **kwargs: Any) -> _T:
         return super().__call__(*args, **kwargs)
+
+
+async def _bounded(call: Call, limit: float | None, name: str, step: Awaitable[_S]) -> _S | Ran:
+    """Await a hook's *step* within the call's deadline (*limit* seconds, or none);
+    past it, the call's error result."""
+    if limit is None:
+        return await step
+    with trio.move_on_after(limit):
+        return await step
+    return hook_failed(call, name, f"timed out after {limit:g} s")
 
 
 def open_tool_executor(
@@ -301,6 +317,7 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         self._max_concurrency = options.max_tool_concurrency
         self._context = context
         self._tool_timeout = options.tool_timeout
+        self._tool_hooks = options.hooks if options.hooks and options.hooks.tool_hooks else None
         hooks.body_ended = self._body_ended
         hooks.close = self._close
 
@@ -652,6 +669,12 @@ class ToolExecutor(metaclass=NoPublicConstructor):
                 )
                 if self._can_use_tool is not None and isinstance(outcome, Runnable):
                     outcome = await permit(call, outcome, self._can_use_tool)
+                tool_hooks = self._tool_hooks
+                pre = tool_hooks.pre_tool_use if tool_hooks is not None else None
+                if pre is not None and isinstance(outcome, Runnable):
+                    outcome = await _bounded(
+                        call, outcome.limit, "pre_tool_use", pre_tool(call, outcome, pre)
+                    )
                 if isinstance(outcome, Runnable):
                     runnable, limit = outcome, outcome.limit
                     value: Any = None
@@ -676,6 +699,8 @@ class ToolExecutor(metaclass=NoPublicConstructor):
                             timed_out=timed_out,
                             max_result_chars=self._max_result_chars,
                         )
+                    if tool_hooks is not None:
+                        outcome = await self._after_hooks(call, runnable, outcome, tool_hooks)
                 if isinstance(outcome, Rejected):
                     self._reject(call, outcome.message)
                 else:
@@ -689,6 +714,18 @@ class ToolExecutor(metaclass=NoPublicConstructor):
             self._slots -= 1
             self._unsafe_slots -= not call.safe
             self._pump()
+
+    async def _after_hooks(self, call: Call, runnable: Runnable, ran: Ran, hooks: Hooks) -> Ran:
+        """*ran* as the ``post_tool_use`` (success) or ``post_tool_failure`` hook
+        leaves it, within the tool's deadline."""
+        name = "post_tool_failure" if ran.failed else "post_tool_use"
+        hook = hooks.post_tool_failure if ran.failed else hooks.post_tool_use
+        if hook is None:
+            return ran
+        step = post_tool(
+            call, runnable, ran, hook, name=name, max_result_chars=self._max_result_chars
+        )
+        return await _bounded(call, runnable.limit, name, step)
 
     def _complete(self, call: Call, result: ToolResult, modifier: Any) -> None:
         if call.result is not None:

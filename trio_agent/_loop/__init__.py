@@ -8,6 +8,7 @@ from outside; :class:`PermissionRules` is a ready-made ``can_use_tool``.
 
 from ._compact import summarizing_compactor as summarizing_compactor
 from ._control import TurnControl as TurnControl
+from ._output import PartialOutput as PartialOutput
 from ._query import check_approvals as check_approvals
 from ._query import check_options as check_options
 from ._query import query as query

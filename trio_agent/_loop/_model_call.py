@@ -26,6 +26,7 @@ from .._executor import (
     ToolResult,
     open_tool_executor,
 )
+from .._hooks import Ask, Hooks, ToolCall
 from .._messages import (
     AssistantMessage,
     ContentBlock,
@@ -223,6 +224,20 @@ class Attempt:
         return UserMessage(tuple(blocks))
 
 
+def _approved(hooks: Hooks | None) -> Hooks | None:
+    """*hooks* for calls the user approved: a ``pre_tool_use`` that asks (``Ask``)
+    has its answer, so the call runs (it may still deny or rewrite)."""
+    hook = hooks.pre_tool_use if hooks is not None else None
+    if hooks is None or hook is None:
+        return hooks
+
+    async def pre_tool_use(call: ToolCall) -> Any:
+        decision = await hook(call)
+        return None if isinstance(decision, Ask) else decision
+
+    return attrs.evolve(hooks, pre_tool_use=pre_tool_use)
+
+
 @attrs.define(eq=False)
 class ModelCaller:
     """Makes the model calls of one ``query``."""
@@ -319,7 +334,11 @@ class ModelCaller:
         ):
             async with (
                 self._open_executor(
-                    call_scope, attrs.evolve(self.options, can_use_tool=decide), state.context
+                    call_scope,
+                    attrs.evolve(
+                        self.options, can_use_tool=decide, hooks=_approved(self.options.hooks)
+                    ),
+                    state.context,
                 ) as executor,
                 trio.open_nursery() as nursery,
             ):

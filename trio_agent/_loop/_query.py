@@ -56,6 +56,7 @@ import trio
 
 from .._exceptions import ApprovalError, OverloadedError, PromptTooLongError, unwrap_single
 from .._executor import AbortReason, summarize_call
+from .._hooks import HookError, StopHook
 from .._messages import AssistantMessage, Message, ToolResultBlock, Usage, UserMessage
 from .._model import ModelClient, RecoverableModelClient, RetryPolicy
 from .._models import check_model, cost_usd, price_provider
@@ -104,6 +105,8 @@ class _Loop:
     discarded: Attempt | None = None
     #: The typed output (``options.output_type``), or None.
     output: OutputTurn | None = None
+    #: For a subagent's turn: its parent's ``hooks.subagent_stop``, bound to its name.
+    subagent_stop: StopHook | None = None
     #: The subagents' turns the tools ran (TurnInfo.record_subagent), and how many of
     #: them the state's usage counts already.
     subagents: list[SubagentTurn] = attrs.field(factory=list[SubagentTurn])
@@ -126,8 +129,44 @@ class _Loop:
                 resumed = await self._approve(state, pending, approvals or {})
                 end = resumed if isinstance(resumed, TurnEnd) else await self._run(resumed)
             else:
-                end = await self._run(state)
+                submitted = await self._prompt_hook(state)
+                end = submitted if isinstance(submitted, TurnEnd) else await self._run(submitted)
             await self.send.send(end)
+
+    async def _prompt_hook(self, state: State) -> State | TurnEnd:
+        """Run the ``user_prompt_submit`` hook on the history's last message (the
+        prompt): the turn goes on (with the context it added), or ends
+        ``prompt_denied`` without the prompt."""
+        hook = self.options.hooks.user_prompt_submit if self.options.hooks else None
+        prompt = state.messages[-1] if state.messages else None
+        if (
+            hook is None
+            or not isinstance(prompt, UserMessage)
+            or (
+                not isinstance(prompt.content, str)
+                and any(isinstance(b, ToolResultBlock) for b in prompt.content)
+            )
+        ):
+            return state
+        scope = trio.CancelScope()
+        with self.control.cancelling(scope), scope:
+            try:
+                answer = await hook(prompt)
+                if answer is not None and not isinstance(answer, Deny | str):  # pyright: ignore[reportUnnecessaryIsInstance]
+                    raise TypeError(f"returned a {type(answer).__name__}, not None, Deny or a str")
+            except Exception as exc:
+                error = HookError("user_prompt_submit", _hook_failure(exc))
+                error.__cause__ = exc
+                return await self._end(state, TurnEndReason.ERROR, error=error)
+            if isinstance(answer, Deny):
+                denied = attrs.evolve(state, messages=state.messages[:-1])
+                return await self._end(denied, TurnEndReason.PROMPT_DENIED, message=answer.message)
+            if answer:
+                context = UserMessage(answer)
+                await self.send.send(context)
+                state = _append(state, context)
+            return state
+        return await self._end(state, TurnEndReason.ABORTED_STREAMING, self._why_aborted())
 
     async def _approve(
         self,
@@ -556,6 +595,13 @@ class _Loop:
 
     async def _run_compactor(self, state: State) -> tuple[Message, ...]:
         assert self.options.compactor is not None
+        hook = self.options.hooks.pre_compact if self.options.hooks else None
+        if hook is not None:
+            try:
+                await hook(state.messages)
+            except Exception as exc:
+                error = HookError("pre_compact", _hook_failure(exc))
+                raise error from exc
         # A user-supplied callable: what it returns is checked like any history.
         return check_compacted(await self.options.compactor(state.messages))
 
@@ -580,20 +626,33 @@ class _Loop:
         blocking: list[str] = []
         scope = trio.CancelScope()
         with self.control.cancelling(scope), scope:
-            for hook in self.options.stop_hooks:
+            for name, hook in self._stop_hook_list():
                 try:
                     result = await hook(state.messages, stop_hook_active=state.stop_hook_active)
                     if result is not None and not isinstance(result, StopHookResult):  # pyright: ignore[reportUnnecessaryIsInstance]
                         raise TypeError(
-                            f"stop hook {hook!r} returned a {type(result).__name__}, "
-                            "not a StopHookResult or None"
+                            f"returned a {type(result).__name__}, not a StopHookResult or None"
                         )
                 except Exception as exc:
-                    return await self._end(state, TurnEndReason.ERROR, error=exc)
+                    error = HookError(name, _hook_failure(exc))
+                    error.__cause__ = exc
+                    return await self._end(state, TurnEndReason.ERROR, error=error)
                 if result is not None and result.block:
                     blocking.append(result.message or _DEFAULT_BLOCK_MESSAGE)
             return "\n\n".join(blocking) if blocking else None
         return await self._end(state, TurnEndReason.ABORTED_TOOLS, self._why_aborted())
+
+    def _stop_hook_list(self) -> list[tuple[str, StopHook]]:
+        """The stop hooks of this turn, named: ``hooks.stop`` (for a subagent's turn,
+        its parent's ``hooks.subagent_stop``), then the deprecated ``stop_hooks``."""
+        found: list[tuple[str, StopHook]] = []
+        hooks = self.options.hooks
+        if self.subagent_stop is not None:
+            found.append(("subagent_stop", self.subagent_stop))
+        elif hooks is not None and hooks.stop is not None:
+            found.append(("stop", hooks.stop))
+        found.extend(("stop", hook) for hook in self.options.stop_hooks)
+        return found
 
     async def _end(
         self,
@@ -669,6 +728,28 @@ def _append(state: State, *messages: Message) -> State:
     """*state* with *messages* in the history and no answer kept aside (a paused
     answer is always merged into the message that follows it)."""
     return attrs.evolve(state, messages=(*state.messages, *messages), paused=None)
+
+
+def _hook_failure(exc: Exception) -> str:
+    """How a hook failed, for its HookError (a TypeError of ours says what it returned)."""
+    text = str(exc)
+    if isinstance(exc, TypeError) and text.startswith("returned "):
+        return text
+    return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
+
+
+def _subagent_stop(parent: TurnInfo | None, agent: str | None) -> StopHook | None:
+    """A subagent's stop hook: its parent turn's ``hooks.subagent_stop`` for *agent*."""
+    options = parent.options if parent is not None else None
+    hooks = options.hooks if isinstance(options, TurnOptions) else None
+    hook = hooks.subagent_stop if hooks is not None else None
+    if hook is None or agent is None:
+        return None
+
+    async def stop(messages: tuple[Message, ...], *, stop_hook_active: bool) -> Any:
+        return await hook(agent, messages, stop_hook_active=stop_hook_active)
+
+    return stop
 
 
 def _result_text(results: UserMessage, tool_use_id: str) -> str:
@@ -855,6 +936,7 @@ async def query(
         agent=next_agent(),
         on_subagent=loop.subagents.append,
     )
+    loop.subagent_stop = _subagent_stop(parent, loop.turn.agent)
     state = rec.initial_state(
         messages,
         model,

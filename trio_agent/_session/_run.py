@@ -99,6 +99,8 @@ class RunWatch:
             raise RuntimeError("the turn ended without a TurnEnd")
         if end.error is not None:
             raise end.error
+        if end.reason is TurnEndReason.PROMPT_DENIED:
+            return RunResult(end, ())  # the prompt is not in the history
         return RunResult(end, tuple(self.added))
 
 

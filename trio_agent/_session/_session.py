@@ -507,7 +507,7 @@ class Session:
             self._turn_usage = event.usage  # every call, dropped attempts included
             self.context = event.context
             final = list(event.messages)
-            if final != self._messages:  # pragma: no cover - the loop's events tell it all
+            if final != self._messages:  # a denied prompt is left out
                 self._replace(final)
             if event.pending is not None:
                 self._pending = event.pending
