@@ -27,7 +27,7 @@ from trio_agent import (
     UserMessage,
 )
 from trio_agent._viewer import DatabaseSource, Library, ViewerApp, read_session
-from trio_agent._viewer._html import session_page
+from trio_agent._viewer._html import list_page, session_page
 from trio_agent.lowlevel import TranscriptWriter
 
 
@@ -127,41 +127,68 @@ async def test_live_versions_change_as_the_file_grows(viewer: Any, transcript: P
         assert (await http.get(f"{url}/api/session/nosuch")).status_code == 404
 
 
-def test_a_durable_database_is_listed_read_only(tmp_path: Path) -> None:
+def _durable_message(question: str) -> list[Any]:
+    return [
+        UserMessage(question),
+        AssistantMessage(
+            id=f"msg_{question}",
+            model="m",
+            content=[ToolUseBlock("t1", "Read", {"file_path": "x"})],
+            stop_reason="tool_use",
+            usage=Usage(input_tokens=7, output_tokens=1),
+        ),
+        UserMessage([ToolResultBlock("t1", "file body")]),
+    ]
+
+
+def test_a_durable_database_is_listed_read_only_newest_first(tmp_path: Path) -> None:
+    import sqlalchemy as sa
+
     from trio_agent.durable import SqlSessionStore
 
     db = tmp_path / "agents.sqlite"
     store = SqlSessionStore.connect(f"sqlite:///{db}")
-    store.append(
-        "alice",
-        [
-            UserMessage("durable question"),
-            AssistantMessage(
-                id="msg_d",
-                model="m",
-                content=[ToolUseBlock("t1", "Read", {"file_path": "x"})],
-                stop_reason="tool_use",
-                usage=Usage(input_tokens=7, output_tokens=1),
-            ),
-            UserMessage([ToolResultBlock("t1", "file body")]),
-        ],
-    )
+    store.append("alice", _durable_message("alice's question"))
+    store.append("bob", _durable_message("bob's question"))
+    with store.engine.begin() as conn:  # two committed turns, as DBOS records them
+        conn.execute(
+            sa.text("CREATE TABLE workflow_status (workflow_uuid TEXT, updated_at INTEGER)")
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO workflow_status VALUES ('wa', 1700000000000), ('wb', 1800000000000)"
+            )
+        )
+        for turn, sid in (("wa", "alice"), ("wb", "bob")):
+            conn.execute(
+                sa.text("INSERT INTO trio_agent_turns VALUES (:t, :s, :summary)"),
+                {"t": turn, "s": sid, "summary": json.dumps({"reason": "completed"})},
+            )
     store.close()
     before = db.read_bytes()
     source = DatabaseSource(f"sqlite:///{db}")
     try:
-        (view,) = Library([], source).sessions()
-        assert view.where == "database:alice"
-        assert view.title == "durable question"
-        assert view.input_tokens == 7
-        assert view.items[1].blocks[0]["result"] == {"content": "file body", "is_error": False}
-        import sqlalchemy as sa
-
+        views = {v.where: v for v in Library([], source).sessions()}
+        alice, bob = views["database:alice"], views["database:bob"]
+        assert alice.title == "alice's question"
+        assert alice.input_tokens == 7
+        assert alice.end == "completed"
+        assert alice.items[1].blocks[0]["result"] == {"content": "file body", "is_error": False}
+        assert (alice.updated, bob.updated) == (1700000000.0, 1800000000.0)
+        page = list_page(list(views.values()), "v")
+        assert page.index("bob&#x27;s question") < page.index("alice&#x27;s question")
         with pytest.raises(sa.exc.OperationalError, match="readonly"), source.engine.begin() as c:
             c.execute(sa.text("DELETE FROM trio_agent_messages"))
+        assert db.read_bytes() == before  # viewing wrote nothing
+        # the database changes (another turn's messages): the page's version moves on
+        writer = SqlSessionStore.connect(f"sqlite:///{db}")
+        writer.append("alice", [UserMessage("a follow-up")])
+        writer.close()
+        again = {v.where: v for v in Library([], source).sessions()}["database:alice"]
+        assert again.version != alice.version
+        assert again.items[-1].text == "a follow-up"
     finally:
         source.close()
-    assert db.read_bytes() == before
 
 
 _TEXT = st.lists(

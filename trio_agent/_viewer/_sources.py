@@ -436,6 +436,24 @@ class DatabaseSource:
     def close(self) -> None:
         self.engine.dispose()
 
+    def _turn_times(self, conn: Any, meta: Any) -> dict[str, float]:
+        """When each turn's workflow was last updated (seconds since the epoch), from
+        DBOS's ``workflow_status`` (none without it: a store DBOS never ran on)."""
+        import sqlalchemy as sa
+        import sqlalchemy.exc
+
+        schema = None if self.engine.dialect.name == "sqlite" else "dbos"
+        try:
+            table = sa.Table("workflow_status", meta, autoload_with=conn, schema=schema)
+            rows = conn.execute(sa.select(table.c.workflow_uuid, table.c.updated_at)).all()
+        except sqlalchemy.exc.SQLAlchemyError:
+            return {}
+        return {
+            str(uuid): float(at) / 1000
+            for uuid, at in rows
+            if isinstance(at, int | float) and not isinstance(at, bool)
+        }
+
     def sessions(self) -> list[SessionView]:
         import sqlalchemy as sa
         import sqlalchemy.exc
@@ -451,7 +469,10 @@ class DatabaseSource:
                         messages.c.session_id, messages.c.seq
                     )
                 ).all()
-                summaries = conn.execute(sa.select(turns.c.session_id, turns.c.summary)).all()
+                summaries = conn.execute(
+                    sa.select(turns.c.session_id, turns.c.summary, turns.c.turn_id)
+                ).all()
+                updated = self._turn_times(conn, meta)
         except sqlalchemy.exc.SQLAlchemyError as exc:
             where = f"database:{self.label}"
             return [
@@ -461,7 +482,11 @@ class DatabaseSource:
         for sid, _seq, text in rows:
             by_session.setdefault(str(sid), []).append(str(text))
         ends: dict[str, list[dict[str, Any]]] = {}
-        for sid, text in summaries:
+        last_update: dict[str, float] = {}
+        for sid, text, turn_id in summaries:
+            if str(turn_id) in updated:
+                when = updated[str(turn_id)]
+                last_update[str(sid)] = max(last_update.get(str(sid), 0.0), when)
             try:
                 data = json.loads(text)
             except ValueError:
@@ -483,6 +508,7 @@ class DatabaseSource:
                 view.turns = max(view.turns, len(turn_summaries))
                 last = turn_summaries[-1]
                 view.end = str(last.get("reason", view.end))
+            view.updated = last_update.get(sid, 0.0)
             view.version = f"{len(texts)}:{len(turn_summaries)}"
             view.title = view.title or sid
             views.append(view)
