@@ -47,8 +47,16 @@ from ._loop import (
     query,
 )
 from ._messages import AssistantMessage, TextBlock, ToolUseBlock, UserMessage
-from ._options import TurnOptions
-from ._tools import Tool, ToolContext, ToolOutput, TurnInfo, check_timeout, run_as_agent
+from ._options import TurnOptions, check_max_tokens
+from ._tools import (
+    Tool,
+    ToolContext,
+    ToolOutput,
+    TurnInfo,
+    check_timeout,
+    run_as_agent,
+    tools_by_name,
+)
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -168,9 +176,10 @@ def subagent(
 
     The model calls it with ``{"prompt": ..., "description": ...}``; the subagent's
     turn starts from the prompt alone (its own history) and the tool's result is its
-    final text. A turn that does not complete (an error, ``max_turns``, a rejected
-    tool call, a call awaiting approval, the budget) is an error result saying so,
-    with what the subagent had written; it never raises into the parent.
+    final text (with ``options.output_type``: its typed output, as JSON). A turn that
+    does not complete (an error, ``max_turns``, a rejected tool call, a call awaiting
+    approval, the budget) is an error result saying so, with what the subagent had
+    written; it never raises into the parent.
 
     Args:
         name: the tool's name, as the model sees it (and ``TurnInfo.agent`` in the
@@ -199,10 +208,15 @@ def subagent(
 
     Raises:
         ToolDefinitionError: a bad name, timeout or depth, two tools of one name.
-        TypeError: *options* is not a ``TurnOptions``, a tool is not a ``Tool``.
+        TypeError: *options* is not a ``TurnOptions``, a tool is not a ``Tool``,
+            *model* is not a non-empty str, *max_tokens* not an int.
+        ValueError: *max_tokens* < 1.
     """
     if options is not None and not isinstance(options, TurnOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"options must be a TurnOptions, not {type(options).__name__}")
+    if model is not None and (not isinstance(model, str) or not model):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"model must be a non-empty str or None, not {model!r:.80}")
+    check_max_tokens(max_tokens)
     check_timeout(timeout)
     runner = SubagentRunner(
         name=name,
@@ -228,14 +242,7 @@ def subagent(
 def _checked_tools(tools: Sequence[Tool]) -> tuple[Tool, ...]:
     if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"tools must be a sequence of Tool values, not {tools!r:.80}")
-    seen: set[str] = set()
-    for t in tools:
-        if not isinstance(t, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"tools must be Tool values, not {type(t).__name__}")
-        if t.name in seen:
-            raise ToolDefinitionError(f"two tools are named {t.name!r}")
-        seen.add(t.name)
-    return tuple(tools)
+    return tuple(tools_by_name(tools).values())
 
 
 @final

@@ -232,7 +232,14 @@ def test_bad_definitions_are_refused() -> None:
         subagent("a", "d", tools=["x"], system="s")  # type: ignore[list-item]
     with pytest.raises(TypeError):
         subagent("a", "d", tools=[], system="s", options={})  # type: ignore[arg-type]
-    assert isinstance(Usage(), Usage)
+    with pytest.raises(TypeError):
+        subagent("a", "d", tools="abc", system="s")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        subagent("a", "d", tools=[], system="s", model="")
+    with pytest.raises(TypeError):
+        subagent("a", "d", tools=[], system="s", max_tokens="9")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_tokens"):
+        subagent("a", "d", tools=[], system="s", max_tokens=0)
 
 
 @attrs.frozen
