@@ -6,6 +6,9 @@
   under ``trio.run`` and by ``trio_agent.aio.Session`` under ``asyncio.run``. The
   process CPU counts every thread (guest mode waits for I/O in a helper thread).
   The target: the bridge within 1.2x of ``trio.run``.
+- The same, with the turns consumed by Trio code running in guest mode: what guest
+  mode itself costs (each of Trio's scheduler batches is a loop callback, with one
+  more poll), apart from the bridge's events.
 - Latency per event: a Trio task sends a timestamp every 0.5 ms; the time until the
   consumer has it, through the bridge to an asyncio task (an ``aio.TurnStream``
   over a Trio memory channel) and, as the reference, to a Trio task over the same
@@ -29,6 +32,7 @@ from ._report import Series
 NAME = "aio"
 TRIO = "trio_agent.Session under trio.run"
 BRIDGE = "trio_agent.aio.Session under asyncio.run (guest mode)"
+GUEST = "trio_agent.Session in guest mode, consumed in Trio (no bridge)"
 TRIO_CHANNEL = "Trio task -> Trio task (memory channel)"
 BRIDGE_CHANNEL = "Trio task -> asyncio task (aio bridge)"
 MODEL = "claude-scripted"
@@ -111,6 +115,15 @@ async def _bridge_turns(turns: int) -> tuple[float, float, int]:
         return time.process_time() - cpu0, time.perf_counter() - t0, n
 
 
+async def _guest_only_turns(turns: int) -> tuple[float, float, int]:
+    """The Trio contestant's turns, consumed in Trio, but in guest mode: what guest
+    mode itself costs, without the bridge's events."""
+    from trio_agent import aio
+
+    async with aio.open_guest_run():
+        return await aio.run_in_trio(_trio_turns, turns)
+
+
 @contextlib.asynccontextmanager
 async def _ticks(count: int) -> AsyncIterator[trio.MemoryReceiveChannel[float]]:
     """A channel of *count* timestamps, one sent every 0.5 ms by a Trio task."""
@@ -157,6 +170,7 @@ def bench_aio(config: Config) -> list[Series]:
     trio_cpu = Series(NAME, TRIO, cpu_metric, "ms", subject=BRIDGE)
     bridge_wall = Series(NAME, BRIDGE, wall_metric, "ms")
     trio_wall = Series(NAME, TRIO, wall_metric, "ms", subject=BRIDGE)
+    guest_cpu = Series(NAME, GUEST, cpu_metric, "ms", subject=BRIDGE)
     bridge_event = Series(NAME, BRIDGE, f"CPU us per event, {many}", "us")
     trio_event = Series(NAME, TRIO, f"CPU us per event, {many}", "us", subject=BRIDGE)
     lat_metric = "p50 latency per event, sent every 0.5 ms"
@@ -167,7 +181,9 @@ def bench_aio(config: Config) -> list[Series]:
         # Alternate who goes first, so a drift in the machine's load hits both.
         runs = [("trio", lambda: trio.run(_trio_turns, turns))]
         runs.append(("bridge", lambda: asyncio.run(_bridge_turns(turns))))
+        runs.append(("guest", lambda: asyncio.run(_guest_only_turns(turns))))
         got = {who: run() for who, run in (runs if n % 2 == 0 else runs[::-1])}
+        guest_cpu.samples.append(got["guest"][0] * 1000 / turns)
         for who, cpu, wall, event in (
             ("trio", trio_cpu, trio_wall, trio_event),
             ("bridge", bridge_cpu, bridge_wall, bridge_event),
@@ -188,6 +204,7 @@ def bench_aio(config: Config) -> list[Series]:
     return [
         bridge_cpu,
         trio_cpu,
+        guest_cpu,
         bridge_wall,
         trio_wall,
         bridge_event,
