@@ -327,3 +327,32 @@ def test_any_input_gives_a_valid_child_or_a_clear_error(prompt: Any, note: Any) 
             assert len(model.requests) == 2
 
     run_virtual(main)
+
+
+async def test_the_parents_subagent_stop_hook_judges_the_childs_end(
+    autojump_clock: Any, parent_turn: Any
+) -> None:
+    seen: list[tuple[str, str, bool]] = []
+
+    async def subagent_stop(agent: str, history: Any, *, stop_hook_active: bool) -> Any:
+        text = history[-1].content[0].text
+        seen.append((agent, text, stop_hook_active))
+        if text == "lazy":
+            return trio_agent.StopHookResult(block=True, message="Check your work.")
+        return None
+
+    model = ScriptedModel(
+        [
+            answer(ToolUseBlock("p1", "helper", {"prompt": "work"})),
+            answer(TextBlock("lazy")),
+            answer(TextBlock("checked")),
+            answer(TextBlock("done")),
+        ]
+    )
+    helper = subagent("helper", "Helps.", tools=[], system="s")
+    options = TurnOptions(hooks=trio_agent.Hooks(subagent_stop=subagent_stop))
+    events, end = await parent_turn(model.client(), [helper], options=options)
+    # Called for the child's answers only (the parent's end is its own stop hook's).
+    assert seen == [("helper", "lazy", False), ("helper", "checked", True)]
+    assert next(e for e in events if isinstance(e, ToolResult)).content == "checked"
+    assert end.subagents[0].end.messages[-2] == trio_agent.UserMessage("Check your work.")
