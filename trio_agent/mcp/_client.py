@@ -9,6 +9,7 @@ sampling; roots are always announced (the workspace by default).
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 import warnings
@@ -344,7 +345,10 @@ class MCPRoots:
     """
 
     _paths: tuple[Path, ...] = attrs.field(converter=_resolved)
-    _sessions: set[mcp.ClientSession] = attrs.field(factory=set[mcp.ClientSession], init=False)
+    # builtins.set: the method below shadows the name where the hints are resolved.
+    _sessions: builtins.set[mcp.ClientSession] = attrs.field(
+        factory=builtins.set[mcp.ClientSession], init=False
+    )
 
     @property
     def paths(self) -> tuple[Path, ...]:
