@@ -66,16 +66,25 @@ class ToolRefusal(Exception):
 
 def bounded_lines(text: io.TextIOBase, limit: int) -> Iterator[tuple[str, int]]:
     """The lines of *text* without their newline, each cut to *limit* characters,
-    with how many characters were cut: memory stays O(limit) even for a file that
-    is one huge line."""
+    with how many characters were cut (a "\r" ending the line is not one of them):
+    memory stays O(limit) even for a file that is one huge line."""
     while line := text.readline(limit):
         cut = 0
         if not line.endswith("\n"):
+            # The "\r" that ends a cut line (before its "\n", or the file's end) is
+            # not counted as cut; cr: the cut part so far ends with "\r".
+            cr = False
             while more := text.readline(_SKIP_CHUNK):
                 if more.endswith("\n"):
                     cut += len(more) - 1
+                    if more.endswith("\r\n") or (more == "\n" and cr):
+                        cut -= 1
+                    cr = False
                     break
                 cut += len(more)
+                cr = more.endswith("\r")
+            if cr:
+                cut -= 1
         yield line.removesuffix("\n"), cut
 
 

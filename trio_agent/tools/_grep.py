@@ -79,7 +79,6 @@ _SCHEMA: Mapping[str, Any] = {
         "output_mode": {
             "type": "string",
             "enum": list(_MODES),
-            "default": "files_with_matches",
             "description": 'Output mode: "content" shows matching lines (supports -A/-B/-C '
             'context, -n line numbers, head_limit), "files_with_matches" shows file paths '
             '(supports head_limit), "count" shows match counts (supports head_limit). '
@@ -106,7 +105,6 @@ _SCHEMA: Mapping[str, Any] = {
         },
         "-n": {
             "type": "boolean",
-            "default": True,
             "description": "Show line numbers in output (rg -n). Requires output_mode: "
             '"content", ignored otherwise. Defaults to true.',
         },
@@ -133,7 +131,6 @@ _SCHEMA: Mapping[str, Any] = {
         },
         "multiline": {
             "type": "boolean",
-            "default": False,
             "description": "Enable multiline mode where . matches newlines and patterns can "
             "span lines (rg -U --multiline-dotall). Default: false.",
         },

@@ -140,7 +140,8 @@ def _read_beneath(ws: Workspace, input: Mapping[str, Any], max_chars: int) -> st
                 if number >= offset + limit:
                     stop = "limit"
                     break
-                line = line.removesuffix("\r")
+                if not cut:  # a cut line's end (and its "\r") is not shown
+                    line = line.removesuffix("\r")
                 if number == 1:
                     line = line.removeprefix("\ufeff")
                 if cut:
