@@ -24,11 +24,13 @@ from trio_agent import (
     Usage,
     UserMessage,
     read_transcript,
+    subagent,
 )
 from trio_agent._cli._demo import run_demo
 from trio_agent._cli._demo_script import DEMO_MODEL, DEMO_PROMPT, demo_model, make_demo_workspace
 from trio_agent._models import cost_usd
 from trio_agent.lowlevel import TranscriptWriter
+from trio_agent.testing import ScriptedAnswer, ScriptedModel
 from trio_agent.tools import Workspace, default_tools
 
 HOSTILE_RESULT = "<script>window.__pwned = 'result'</script><svg onload=\"window.__pwned='svg'\">"
@@ -66,6 +68,30 @@ def sessions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             async for _ in stream:
                 pass
 
+        def answer(*blocks: Any, inp: int, out: int) -> ScriptedAnswer:
+            return ScriptedAnswer(
+                blocks=list(blocks), usage=Usage(input_tokens=inp, output_tokens=out)
+            )
+
+        nested_model = ScriptedModel(
+            [
+                answer(ToolUseBlock("p1", "outer", {"prompt": "dig"}), inp=100, out=10),
+                answer(ToolUseBlock("o1", "inner", {"prompt": "dig deeper"}), inp=20, out=2),
+                answer(TextBlock("bedrock"), inp=3, out=1),
+                answer(TextBlock("found bedrock"), inp=30, out=3),
+                answer(TextBlock("the parent is done"), inp=200, out=20),
+            ]
+        )
+        inner = subagent("inner", "Digs deeper.", tools=[], system="i")
+        outer = subagent("outer", "Digs.", tools=[inner], system="o")
+        parent = Session(nested_model.client(), [outer], model="m", transcript_path=nested)
+        async with parent, parent.submit("go") as stream:
+            async for _ in stream:
+                pass
+        usage.append(parent.usage)
+
+    usage: list[Usage] = []
+    nested = root / "subagents.jsonl"
     trio.run(make)
 
     priced = root / "priced.jsonl"
@@ -104,7 +130,14 @@ def sessions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         UserMessage([ToolResultBlock("toolu_h", HOSTILE_RESULT), ToolResultBlock("toolu_big", BIG)])
     )
     writer.close()
-    return {"events": events, "transcript": transcript, "priced": priced, "hostile": hostile}
+    assert usage[0].input_tokens == 353  # the children's included
+    return {
+        "events": events,
+        "transcript": transcript,
+        "priced": priced,
+        "hostile": hostile,
+        "subagents": nested,
+    }
 
 
 async def _open_session(browser: Any, url: str, where: Path) -> None:
@@ -273,3 +306,30 @@ async def test_a_page_follows_its_transcript_as_it_grows(
             " document.querySelector('.item.assistant pre').textContent"
         )
     assert seen == "an answer written later"
+
+
+async def test_subagent_turns_are_nested_under_their_calls(
+    browser: Any, viewer: Any, sessions: dict[str, Path]
+) -> None:
+    async with viewer([sessions["subagents"]]) as url:
+        await _open_session(browser, url, sessions["subagents"])
+        page = await browser.js(
+            "const outer = document.querySelector('[data-tool-id=p1] > details.subagent');"
+            "const inner = outer.querySelector('[data-tool-id=o1] > details.subagent');"
+            "return {"
+            " outer: outer.querySelector('summary').textContent,"
+            " inner: inner.querySelector('summary').textContent,"
+            " innerText: [...inner.querySelectorAll(':scope > .nested > .item.assistant > .block.text > pre')]"
+            "   .map(p => p.textContent),"
+            " outerText: [...outer.querySelectorAll(':scope > .nested > .item.assistant > .block.text > pre')]"
+            "   .map(p => p.textContent),"
+            " top: [...document.querySelectorAll('main > .conversation > .item.assistant > .block.text > pre')]"
+            "   .map(p => p.textContent),"
+            " tokens: document.querySelector('dd.tokens').textContent};"
+        )
+    assert page["outer"] == "subagent outer: completed, 2 model calls"
+    assert page["inner"] == "subagent inner: completed, 1 model calls"
+    assert page["innerText"] == ["bedrock"]
+    assert page["outerText"] == ["found bedrock"]
+    assert page["top"] == ["the parent is done"]
+    assert page["tokens"] == "353 in / 36 out"  # the subagents' tokens counted

@@ -118,9 +118,26 @@ def _block(block: dict[str, Any]) -> str:
             f'<div class="block tool" data-tool-id="{esc(block.get("id", ""))}">'
             f'<div class="call"><span class="name">{esc(block.get("name", ""))}</span>'
             f'<span class="id">{esc(block.get("id", ""))}</span></div>'
-            f"{_cut(str(block.get('input', '')), 'input')}{outcome}</div>"
+            f"{_cut(str(block.get('input', '')), 'input')}{_subagent(block.get('subagent'))}"
+            f"{outcome}</div>"
         )
     return f'<div class="block other">{_cut(str(block.get("text", "")), "other")}</div>'
+
+
+def _subagent(run: Any) -> str:
+    """A subagent's turn, nested under its call: its conversation (its own subagents
+    under their calls)."""
+    if not isinstance(run, dict):
+        return ""
+    run = cast("dict[str, Any]", run)
+    turns = run.get("turns")
+    calls = f", {esc(turns)} model calls" if isinstance(turns, int) else ""
+    items = "".join(_item(i) for i in run.get("items", []) if isinstance(i, Item))
+    return (
+        f'<details class="subagent" open><summary>subagent <span class="agent">'
+        f"{esc(run.get('agent', ''))}</span>: {esc(run.get('reason', ''))}{calls}</summary>"
+        f'<div class="nested">{items}</div></details>'
+    )
 
 
 def _usage(usage: dict[str, Any] | None) -> str:

@@ -3,8 +3,9 @@
 Everything is read, never written. A file is one session:
 
 - a transcript (its first line a ``header``: what ``Session(transcript_path=...)``
-  writes): the conversation, its compactions (``history`` lines) and the calls that
-  await approval (``pending``);
+  writes): the conversation, its compactions (``history`` lines), the calls that
+  await approval (``pending``) and the subagents' turns (``subagent`` lines), each
+  nested under the tool call that ran it;
 - an event log (lines whose ``type`` is an event's class name, ``AssistantMessage``,
   ``TurnEnd``...: what ``trio-agent demo --json`` and ``run --json`` print): the conversation too, and what only events tell: each
   turn's end reason, the retries and discarded attempts, the errors, and the
@@ -42,6 +43,8 @@ __all__ = [
 
 #: The most lines read from one file (a larger file is shown up to there, with a note).
 MAX_LINES: Final = 200_000
+#: The deepest subagent turn shown (``subagent()`` nests at most 3 by default).
+MAX_SUBAGENT_DEPTH: Final = 8
 
 
 @attrs.define
@@ -52,7 +55,9 @@ class Item:
     ``usage``, ``calls``: its model call's timeline rows), ``"note"`` (``text``,
     ``level``: ``"info"``, ``"warn"`` or ``"error"``) or ``"end"`` (``text``: a turn's end).
     A block is a dict: ``{"type": "text" | "thinking" | "tool_use" | "other", ...}``; a
-    tool use carries its ``result`` (``{"content": str, "is_error": bool}``) once known.
+    tool use carries its ``result`` (``{"content": str, "is_error": bool}``) once known,
+    and the ``subagent`` turn it ran, if any (``agent``, ``reason``, ``turns`` and its
+    own ``items``).
     """
 
     kind: str
@@ -228,6 +233,36 @@ class _Builder:
         self.turn_answers.append(item)
         self.view.items.append(item)
 
+    def subagent(self, record: Mapping[str, Any], *, depth: int) -> None:
+        """A ``subagent`` record: its turn nested under the tool call that ran it (its
+        own subagents under theirs), its tokens and cost counted in the session's."""
+        use = self.tool_uses.get(str(record.get("tool_use_id")))
+        if depth >= MAX_SUBAGENT_DEPTH:
+            self.note(f"subagents nested deeper than {MAX_SUBAGENT_DEPTH}: not shown", "warn")
+            return
+        child = _Builder(SessionView(id="", where="", kind="subagent", model=self.view.model))
+        messages = record.get("messages")
+        for message in cast("list[Any]", messages) if isinstance(messages, list) else []:
+            child.message(message)
+        nested = record.get("subagents")
+        for inner in cast("list[Any]", nested) if isinstance(nested, list) else []:
+            if isinstance(inner, dict):
+                child.subagent(cast("dict[str, Any]", inner), depth=depth + 1)
+        self.view.input_tokens += child.view.input_tokens
+        self.view.output_tokens += child.view.output_tokens
+        if self.view.cost is not None:
+            self.view.cost = None if child.view.cost is None else self.view.cost + child.view.cost
+        run = {
+            "agent": str(record.get("agent", "")),
+            "reason": str(record.get("reason", "")),
+            "turns": record.get("turns"),
+            "items": child.view.items,
+        }
+        if use is not None:
+            use["subagent"] = run
+        else:
+            self.note(f"a subagent turn ({run['agent']}) for an unknown call", "warn")
+
     def _count(self, usage: dict[str, Any], model: str | None) -> None:
         def n(key: str) -> int:
             value = usage.get(key)
@@ -323,6 +358,8 @@ def _transcript(builder: _Builder, records: Iterable[Mapping[str, Any]]) -> None
                 "approval requested: the last answer's tool calls await a decision", "warn"
             )
             builder.view.end = "awaiting_approval"
+        elif kind == "subagent":
+            builder.subagent(record, depth=0)
         else:
             builder.note(f"unknown line type {str(kind)[:80]!r}", "warn")
     builder.view.turns = builder.prompts
