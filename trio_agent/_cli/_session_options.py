@@ -23,6 +23,7 @@ from .._session import Session, read_transcript
 from .._tools import Tool
 from ._args import positive_int
 from ._errors import CommandError
+from ._hooks import claude_code_hooks
 from ._provider import PROVIDERS
 
 __all__ = [
@@ -191,9 +192,11 @@ def open_session(
     existing = path is not None and os.path.exists(path) and os.path.getsize(path) > 0
     if args.resume and not existing:
         raise CommandError(f"--resume: no transcript at {args.resume}")
+    # Claude Code's command hooks (.claude/settings.json), as Claude Code runs them.
+    hooks = claude_code_hooks(getattr(args, "workspace", "."), transcript_path=path)
     common: dict[str, Any] = {
         "max_tokens": args.max_tokens,
-        "options": TurnOptions(can_use_tool=can_use_tool),
+        "options": TurnOptions(can_use_tool=can_use_tool, hooks=hooks),
     }
     if path is None or not existing:
         return Session(
