@@ -111,5 +111,4 @@ if __name__ == "__main__":
         code = trio.run(
             main, sys.argv[-1], os.environ.get("MCP_CONFORMANCE_SCENARIO", ""), Path(state)
         )
-    sys.stdout.flush()
-    os._exit(code)
+    sys.exit(code)
