@@ -56,7 +56,7 @@ async def test_a_run_with_tools_uses_one_connection(
     (tmp_path / "a.txt").write_text("alpha\n")
     scripted = ScriptedModel(
         [
-            ScriptedAnswer(blocks=[ToolUseBlock("t1", "Read", {"path": "a.txt"})]),
+            ScriptedAnswer(blocks=[ToolUseBlock("t1", "Read", {"file_path": "a.txt"})]),
             answer("It says alpha."),
         ]
     )

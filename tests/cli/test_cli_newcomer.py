@@ -107,7 +107,7 @@ def test_bad_arguments_are_usage_errors(argv: list[str], capsys: Any) -> None:
 
 
 WRITE_NOTE = ScriptedAnswer(
-    blocks=[ToolUseBlock("toolu_w", "Write", {"path": "note.txt", "content": "hi\n"})]
+    blocks=[ToolUseBlock("toolu_w", "Write", {"file_path": "note.txt", "content": "hi\n"})]
 )
 
 
@@ -174,8 +174,8 @@ async def test_resume_of_a_missing_or_foreign_file(cli: Any, tmp_path: Path) -> 
 async def test_allow_and_deny_flags(cli: Any, tmp_path: Path) -> None:
     answer = ScriptedAnswer(
         blocks=[
-            ToolUseBlock("toolu_w", "Write", {"path": "note.txt", "content": "hi\n"}),
-            ToolUseBlock("toolu_r", "Read", {"path": "note.txt"}),
+            ToolUseBlock("toolu_w", "Write", {"file_path": "note.txt", "content": "hi\n"}),
+            ToolUseBlock("toolu_r", "Read", {"file_path": "note.txt"}),
         ]
     )
     model = ScriptedModel([answer, ScriptedAnswer(blocks=[TextBlock("Done.")])])

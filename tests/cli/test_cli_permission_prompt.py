@@ -18,7 +18,7 @@ DEADLINE = 60
 WRITE = ScriptedAnswer(
     blocks=[
         TextBlock("I'll write it."),
-        ToolUseBlock("toolu_w", "Write", {"path": "note.txt", "content": "hello\n"}),
+        ToolUseBlock("toolu_w", "Write", {"file_path": "note.txt", "content": "hello\n"}),
         TextBlock("AFTER the call, " + "and more " * 40 + "END."),
     ]
 )
@@ -51,8 +51,8 @@ async def test_the_question_comes_after_the_call_with_the_output_held(
 async def test_no_terminal_denies_and_says_so_once(tmp_path: Path, cli: Any) -> None:
     two_writes = ScriptedAnswer(
         blocks=[
-            ToolUseBlock("toolu_1", "Write", {"path": "a.txt", "content": "a"}),
-            ToolUseBlock("toolu_2", "Write", {"path": "b.txt", "content": "b"}),
+            ToolUseBlock("toolu_1", "Write", {"file_path": "a.txt", "content": "a"}),
+            ToolUseBlock("toolu_2", "Write", {"file_path": "b.txt", "content": "b"}),
         ]
     )
     scripted = ScriptedModel([two_writes, ScriptedAnswer(blocks=[TextBlock("OK.")])])

@@ -17,7 +17,9 @@ async def test_grep_and_glob_do_not_show_what_read_may_not(cli: Any, tmp_path: P
     (tmp_path / "notes.txt").write_text("TOKEN=public\n")
     answer = ScriptedAnswer(
         blocks=[
-            ToolUseBlock("toolu_g", "Grep", {"pattern": "TOKEN", "path": "."}),
+            ToolUseBlock(
+                "toolu_g", "Grep", {"pattern": "TOKEN", "path": ".", "output_mode": "content"}
+            ),
             ToolUseBlock("toolu_l", "Glob", {"pattern": "**/*"}),
         ]
     )
