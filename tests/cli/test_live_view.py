@@ -14,7 +14,7 @@ from trio_agent import ToolProgress
 from trio_agent._cli._live import LiveView
 from trio_agent._cli._timeline import TurnRecorder
 
-STATES = ("queued", "executing", "done", "error", "cancelled")
+STATES = ("streaming", "queued", "executing", "done", "error", "cancelled")
 # No lowercase letters: a state word found in a rendered row is the state column.
 # Wide (CJK) characters, controls and ANSI escapes are in.
 TEXT = st.lists(

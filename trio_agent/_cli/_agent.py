@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Sequence
 from typing import IO, Any, cast
 
 import trio
@@ -27,8 +28,9 @@ from .._tools import Tool
 from ._ask import Asker, HeldOutput
 from ._errors import EXIT_INTERRUPTED, RetryReporter, describe_error, prefixed, print_error
 from ._interrupt import CtrlC, open_ctrl_c
+from ._plain import has_rich
 from ._provider import endpoint_of, provider_client, provider_of
-from ._render import print_event
+from ._render import event_record, print_event, tool_started_record
 from ._session_options import (
     DEFAULT_MODEL,
     add_session_options,
@@ -36,7 +38,7 @@ from ._session_options import (
     permission_rules,
     split_rules,
 )
-from ._timeline import TurnRecorder, instrument
+from ._timeline import ToolRow, TurnRecorder, instrument
 
 __all__ = [
     "add_mcp_option",
@@ -47,6 +49,7 @@ __all__ = [
     "make_session",
     "open_mcp_option",
     "open_command_client",
+    "print_events",
     "report_turn",
     "run_prompt",
     "run_turn",
@@ -230,7 +233,8 @@ async def run_turn(
     *,
     as_json: bool,
 ) -> TurnEnd | None:
-    """One turn of *session*, printed as it goes; Ctrl+C aborts it.
+    """One turn of *session*, printed as it goes (:func:`print_events`; on a
+    terminal with rich, under the live view of its tool calls); Ctrl+C aborts it.
 
     Returns:
         The turn's ``TurnEnd`` (None if a second Ctrl+C cut it short).
@@ -238,14 +242,49 @@ async def run_turn(
     recorder.reset()
     with ctrl_c.aborts(session.abort):
         async with session.submit(prompt) as events:
+            if not as_json and out.isatty() and has_rich():
+                from ._live import live_output  # needs rich, an optional extra
+
+                async with live_output(out, recorder):
+                    await print_events(events, recorder, out, as_json=False)
+            else:
+                await print_events(events, recorder, out, as_json=as_json)
+    return recorder.end
+
+
+async def print_events(
+    events: AsyncIterable[object], recorder: TurnRecorder, out: HeldOutput, *, as_json: bool
+) -> None:
+    """Feed a turn's *events* to *recorder* and print them on *out* as they come:
+    text as it streams, each tool call once its block has streamed, the results;
+    with *as_json*, one JSON line per event with its time (``t``, seconds since the
+    turn began), and a ``ToolStarted`` line when a tool really starts, as
+    ``demo --json`` prints. What comes together is written together
+    (:meth:`~._ask.HeldOutput.flush_soon`)."""
+
+    def started(row: ToolRow) -> None:
+        out.write(json.dumps(tool_started_record(row)) + "\n")
+        out.flush_soon()
+
+    if as_json:
+        recorder.on_tool_start = started
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(out.flusher)
             async for event in events:
                 recorder.feed(event)
-                if not as_json and isinstance(event, BlockFinished):
-                    block = event.block
-                    if isinstance(block, ToolUseBlock):  # listed once it has streamed
+                if as_json:
+                    out.write(json.dumps(event_record(event, recorder.now())) + "\n")
+                else:
+                    if isinstance(event, BlockFinished) and isinstance(event.block, ToolUseBlock):
+                        block = event.block  # listed once it has streamed
                         out.show_call(block.id, block.name, block.input)
-                print_event(event, cast("IO[str]", out), as_json=as_json, shown=out.shown)
-    return recorder.end
+                    print_event(event, cast("IO[str]", out), shown=out.shown, flush=False)
+                out.flush_soon()
+            nursery.cancel_scope.cancel()
+    finally:
+        recorder.on_tool_start = None
+        out.flush()
 
 
 def report_turn(

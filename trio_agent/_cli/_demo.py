@@ -29,7 +29,7 @@ from ._args import positive_float
 from ._errors import EXIT_INTERRUPTED, print_error
 from ._interrupt import open_ctrl_c
 from ._plain import console_for, has_rich
-from ._render import event_record, print_plain, print_timeline
+from ._render import event_record, print_plain, print_timeline, tool_started_record
 from ._timeline import ToolRow, TurnRecorder, instrument
 
 __all__ = ["add_demo_command", "run_demo"]
@@ -100,9 +100,7 @@ async def run_demo(
 
     def started(row: ToolRow) -> None:
         if as_json:
-            record = {"type": "ToolStarted", "t": round(row.started_at or 0.0, 3)}
-            record |= {"tool_use_id": row.tool_use_id, "name": row.name}
-            stream.write(json.dumps(record) + "\n")
+            stream.write(json.dumps(tool_started_record(row)) + "\n")
 
     recorder = TurnRecorder(trio.current_time, on_tool_start=started)
     model = demo_model(speed=speed, fault=fault)

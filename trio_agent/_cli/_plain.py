@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import re
+import shutil
 from typing import IO, TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ class PlainConsole:
 
     def __init__(self, file: IO[str]) -> None:
         self.file = file
+        #: As rich's: the terminal's columns, else ``$COLUMNS``, else 80.
+        self.width = shutil.get_terminal_size().columns
 
     def print(self, text: object = "", *, style: str | None = None, **_: Any) -> None:
         self.file.write(_TAG.sub("", str(text)) + "\n")

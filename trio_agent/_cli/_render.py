@@ -28,7 +28,7 @@ from .._subagent import (
     SubagentToolStarted,
 )
 from ._plain import PlainConsole, escape
-from ._timeline import TurnRecorder, printable
+from ._timeline import ToolRow, TurnRecorder, printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,12 +41,14 @@ __all__ = [
     "print_event",
     "print_plain",
     "print_timeline",
+    "tool_started_record",
 ]
 
 _SUBAGENT_STEPS = (SubagentToolStarted, SubagentToolProgress, SubagentToolFinished)
 
 #: The style of each tool state, in the live view and the timeline.
 STYLES: Final[Mapping[str, str]] = {
+    "streaming": "cyan",
     "queued": "dim",
     "executing": "yellow",
     "done": "green",
@@ -63,10 +65,16 @@ def preview(value: Any, limit: int = 80) -> str:
 
 
 def print_event(
-    event: object, out: IO[str], *, as_json: bool = False, shown: Collection[str] = ()
+    event: object,
+    out: IO[str],
+    *,
+    as_json: bool = False,
+    shown: Collection[str] = (),
+    flush: bool = True,
 ) -> None:
     """Print one loop event: NDJSON, or text as it streams and tool calls and results
-    (but those in *shown*: listed already, before their permission question)."""
+    (but those in *shown*: listed already, before their permission question); then
+    flush *out*, unless not to (*flush*: the caller flushes in batches)."""
     if as_json:
         out.write(json.dumps({"type": type(event).__name__, **event_fields(event)}) + "\n")
     elif isinstance(event, TextDelta):
@@ -85,7 +93,8 @@ def print_event(
             out.write(f"  {mark} {preview(content)}\n")
     elif isinstance(event, ModelFallback):
         out.write(f"\n[overloaded: switching from {event.from_model} to {event.to_model}]\n")
-    out.flush()
+    if flush:
+        out.flush()
 
 
 def event_fields(event: Any) -> dict[str, Any]:
@@ -108,6 +117,13 @@ def event_fields(event: Any) -> dict[str, Any]:
 def event_record(event: object, t: float) -> dict[str, Any]:
     """One event as a JSON-ready dict: ``type``, ``t`` (seconds) and its fields."""
     return {"type": type(event).__name__, "t": round(t, 3), **event_fields(event)}
+
+
+def tool_started_record(row: ToolRow) -> dict[str, Any]:
+    """The ``ToolStarted`` line of ``--json``: a tool really started (its ``run``
+    was called), *row*'s time and call."""
+    t = round(row.started_at or 0.0, 3)
+    return {"type": "ToolStarted", "t": t, "tool_use_id": row.tool_use_id, "name": row.name}
 
 
 _SKIP = object()
@@ -179,8 +195,16 @@ def _bar(begin: float, end: float, start: float, span: float, width: int, mark: 
     return "".join(cells)
 
 
+def _fit(text: str, width: int) -> str:
+    """*text* in exactly *width* columns: padded, or cut with an ellipsis."""
+    return f"{text:<{width}}" if len(text) <= width else text[: width - 1] + "…"
+
+
 def print_timeline(console: Console | PlainConsole, recorder: TurnRecorder) -> None:
-    """The turn's timeline, per model call, and what overlapping saved."""
+    """The turn's timeline, per model call, and what overlapping saved, as wide as the
+    console: the calls' labels as long as they are (up to 40% of the width), the bars
+    the rest."""
+    width = max(40, console.width)
     for call in recorder.calls:
         moments = recorder.timeline(call)
         console.print(f"model call {call.index} ({call.reason})", soft_wrap=True)
@@ -193,15 +217,18 @@ def print_timeline(console: Console | PlainConsole, recorder: TurnRecorder) -> N
                 + [call.stream_ended_at or 0.0, *(t for t, _ in moments)]
             )
             span = max(end - call.started_at, 1e-6)
-            width = 40
+            stream_label = "the model streaming"
+            longest = max(len(stream_label), *(len(printable(r.summary)) for r in rows))
+            label = min(longest, max(28, width * 2 // 5))
+            bars = width - 3 - label  # "  LABEL BAR"
             stream_end = call.stream_ended_at if call.stream_ended_at is not None else end
-            bar = _bar(call.started_at, stream_end, call.started_at, span, width, "─")
-            console.print(f"  {'the model streaming':<28} [dim]{bar}[/]")
+            bar = _bar(call.started_at, stream_end, call.started_at, span, bars, "─")
+            console.print(f"  {_fit(stream_label, label)} [dim]{bar}[/]", soft_wrap=True)
             for row in rows:
                 ended = row.ended_at if row.ended_at is not None else row.started_at or 0.0
-                bar = _bar(row.started_at or 0.0, ended, call.started_at, span, width, "█")
-                summary = escape(f"{row.summary[:28]:<28}")
-                console.print(f"  {summary} [{STYLES[row.state]}]{bar}[/]")
+                bar = _bar(row.started_at or 0.0, ended, call.started_at, span, bars, "█")
+                summary = escape(_fit(printable(row.summary), label))
+                console.print(f"  {summary} [{STYLES[row.state]}]{bar}[/]", soft_wrap=True)
         saved = recorder.saved(call)
         if saved >= 0.005:
             console.print(f"  overlapping saved [bold]{saved:.2f}s[/] in this call")

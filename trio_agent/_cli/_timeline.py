@@ -2,8 +2,8 @@
 
 :class:`TurnRecorder` is fed the events of a turn (``recorder.feed(event)``) and is
 told by :func:`instrument`-ed tools when each tool really starts and ends. It keeps
-the state of every tool call (queued / executing / done / error / cancelled, latest
-progress line) for a live view, and per model call the times each block finished
+the state of every tool call (streaming, while its input streams; queued / executing
+/ done / error / cancelled; its latest progress line) for a live view, and per model call the times each block finished
 streaming, each tool started and ended, and the stream ended. Everything here is
 synchronous; times come from the ``clock`` it is given (``trio.current_time``).
 
@@ -14,7 +14,8 @@ call going until ``stream_end + busy``; overlapped, it was done at
 ``max(stream_end, last_end)``. The difference is the time overlapping saved. (The
 estimate assumes the tools take as long either way, and credits nothing for
 safe tools that ran one after the other only because their blocks streamed one
-after the other.)
+after the other.) A cancelled tool (Ctrl+C, a sibling's failure) saved nothing:
+its run is left out.
 """
 
 from __future__ import annotations
@@ -26,13 +27,21 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from .._executor import ToolFinished, ToolProgress, ToolResult, summarize_call
-from .._loop import AttemptDiscarded, BlockFinished, ModelFallback, TextDelta, Transition, TurnEnd
+from .._loop import (
+    AttemptDiscarded,
+    BlockFinished,
+    ModelFallback,
+    TextDelta,
+    ToolInputDelta,
+    Transition,
+    TurnEnd,
+)
 from .._messages import AssistantMessage, ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from .._tools import Tool, ToolContext, ToolReturn
 
 __all__ = ["ModelCall", "ToolRow", "ToolState", "TurnRecorder", "instrument", "printable"]
 
-ToolState: TypeAlias = Literal["queued", "executing", "done", "error", "cancelled"]
+ToolState: TypeAlias = Literal["streaming", "queued", "executing", "done", "error", "cancelled"]
 
 _SUMMARY = 48
 # ANSI escape sequences (CSI such as colours, OSC such as titles, and lone ESCs).
@@ -124,7 +133,9 @@ class TurnRecorder:
         """The model call streaming now (or the last one)."""
         return self.calls[-1]
 
-    def _row(self, tool_use_id: str, name: str, input: Mapping[str, Any]) -> ToolRow:
+    def _row(
+        self, tool_use_id: str, name: str, input: Mapping[str, Any], state: ToolState = "queued"
+    ) -> ToolRow:
         row = self.tools.get(tool_use_id)
         if row is None:
             row = self.tools[tool_use_id] = ToolRow(
@@ -133,8 +144,12 @@ class TurnRecorder:
                 summarize_call(name, input, limit=_SUMMARY),
                 self.current.index,
                 self.now(),
+                state,
             )
             self.current.tool_ids.append(tool_use_id)
+        elif row.state == "streaming":  # its whole input now
+            row.summary = summarize_call(name, input, limit=_SUMMARY)
+            row.state = state
         return row
 
     # -- what instrumented tools report ------------------------------------------------
@@ -159,6 +174,8 @@ class TurnRecorder:
         """Update the record with one event of the turn."""
         if isinstance(event, TextDelta):
             self.text.append(event.text)
+        elif isinstance(event, ToolInputDelta):  # a row while its input streams
+            self._row(event.tool_use_id, event.name, event.partial_input, "streaming")
         elif isinstance(event, BlockFinished):
             self.current.blocks.append((self.now(), event.index, _describe_block(event.block)))
             if isinstance(event.block, ToolUseBlock):
@@ -175,7 +192,7 @@ class TurnRecorder:
                 row.progress = lines[-1] if lines else row.progress
         elif isinstance(event, ToolFinished | ToolResult):
             row = self.tools.get(event.tool_use_id)
-            if row is not None and row.state in ("queued", "executing"):
+            if row is not None and row.state in ("streaming", "queued", "executing"):
                 if event.abort_reason is not None:
                     row.state = "cancelled"
                 else:
@@ -184,18 +201,27 @@ class TurnRecorder:
                     row.ended_at = self.now()
         elif isinstance(event, TurnEnd):
             self.end = event
+            for row in self.tools.values():  # cut while its input streamed (Ctrl+C)
+                if row.state == "streaming":
+                    row.state = "cancelled"
         elif isinstance(event, Transition):
             call = ModelCall(event.turn, self.now(), str(event.reason), text_from=len(self.text))
             self.calls.append(call)
         elif isinstance(event, AttemptDiscarded):
             # The call is retried: what it streamed disappears; say why, once.
             del self.text[self.current.text_from :]
+            for tool_use_id in [i for i in self.current.tool_ids if self._streaming(i)]:
+                self.current.tool_ids.remove(tool_use_id)  # it streams again, or not
+                del self.tools[tool_use_id]
             why = f" after {type(event.error).__name__}" if event.error is not None else ""
             self.text.append(f"[model call {event.model_call} discarded{why}: {event.reason}]\n")
         elif isinstance(event, ModelFallback):
             self.text.append(
                 f"[overloaded: falling back from {event.from_model} to {event.to_model}]\n"
             )
+
+    def _streaming(self, tool_use_id: str) -> bool:
+        return self.tools[tool_use_id].state == "streaming"
 
     # -- the timeline --------------------------------------------------------------------
 
@@ -204,13 +230,14 @@ class TurnRecorder:
         return [self.tools[i] for i in call.tool_ids]
 
     def saved(self, call: ModelCall) -> float:
-        """Seconds overlapping saved in *call* (0 without tools or a finished stream)."""
+        """Seconds overlapping saved in *call* (0 without tools or a finished stream;
+        a cancelled tool's run counts for nothing)."""
         if call.stream_ended_at is None:
             return 0.0
         runs = sorted(
             (r.started_at, r.ended_at if r.ended_at is not None else self.now())
             for r in self.call_tools(call)
-            if r.started_at is not None
+            if r.started_at is not None and r.state != "cancelled"
         )
         if not runs:
             return 0.0
