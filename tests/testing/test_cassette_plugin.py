@@ -120,6 +120,16 @@ async def test_changed_prompt(cassette, cassette_clock):
 @pytest.mark.cassette(path="cassettes/never_recorded.json")
 async def test_missing(cassette, cassette_clock):
     await _ask(cassette, "hello")
+
+
+async def test_left_open(scripted_model):
+    import httpx
+
+    scripted_model.append(ScriptedAnswer(blocks=[TextBlock("x")]))
+    http = httpx.AsyncClient(transport=scripted_model.transport())
+    request = http.build_request("POST", "http://m/v1/messages", json={"stream": True})
+    response = await http.send(request, stream=True)  # never closed
+    assert response.status_code == 200
 """
 
 
@@ -144,7 +154,7 @@ def test_a_user_test_records_with_record_then_replays(tmp_path: Path) -> None:
     (tmp_path / "test_user.py").write_text(USER_TEST)
     cassette = tmp_path / "cassettes" / "test_user" / "test_agent.json"
 
-    recorded = _pytest(tmp_path, "--record", "-k", "test_agent")
+    recorded = _pytest(tmp_path, "--record", "-k", "test_agent", "-W", "ignore::ResourceWarning")
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     assert "RECORDING True" in recorded.stdout
     text = cassette.read_text()
@@ -154,10 +164,15 @@ def test_a_user_test_records_with_record_then_replays(tmp_path: Path) -> None:
     # recorded in real time: the answer's tokens came 0.5 s apart
     assert sum(c[0] for c in data["interactions"][0]["response"]["chunks"]) >= 0.5
 
-    replayed = _pytest(tmp_path, "-rA")
+    replayed = _pytest(tmp_path, "-rA", "-W", "ignore::ResourceWarning")
     out = replayed.stdout
     assert replayed.returncode == 1, out + replayed.stderr
-    assert "2 failed, 1 passed in" in out
+    assert (
+        "2 failed, 2 passed, 1 error in" in out
+    )  # test_left_open: passed, then its teardown error
+    # the scripted_model fixture: a response body left open fails the test
+    assert "ERROR test_user.py::test_left_open" in out
+    assert "1 scripted response bodies were left open" in out
     assert "RECORDING False" in out
     assert "PASSED test_user.py::test_agent" in out
     # the changed prompt: the first differing field, both values
