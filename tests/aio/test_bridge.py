@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -282,13 +283,13 @@ def test_anyio_level_cancellation_waits_for_the_abort_too(
 
 def test_run_cancelled_aborts_the_turn(run_asyncio: RunAsyncio, tmp_path: Path) -> None:
     async def main() -> None:
-        model, tools = _tool_turn(tmp_path, f"echo $$ > {tmp_path}/pid; exec sleep 30")
+        fifo = tmp_path / "pid"
+        os.mkfifo(fifo)
+        model, tools = _tool_turn(tmp_path, f"echo $$ > {fifo}; exec sleep 30")
         session = aio.Session(model.client(), tools, model=MODEL)
         task = asyncio.create_task(session.run("go"))
-        pid_file = tmp_path / "pid"
-        while not (pid_file.exists() and pid_file.read_text().strip()):
-            await asyncio.sleep(0.01)
-        pid = int(pid_file.read_text())
+        # Blocks (in a thread) until the command has written its pid: no polling.
+        pid = int(await asyncio.to_thread(fifo.read_text))
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -504,5 +505,48 @@ def test_leaving_at_any_event_keeps_the_history_valid(
             assert ended in (TurnEndReason.ABORTED_STREAMING, TurnEndReason.ABORTED_TOOLS)
         else:
             assert ended is None
+
+    run_asyncio(main)
+
+
+def test_a_cancelled_run_in_trio_waits_for_the_trio_side(run_asyncio: RunAsyncio) -> None:
+    log: list[str] = []
+
+    async def sleeper(started: asyncio.Future[None]) -> None:
+        try:
+            started.set_result(None)  # an asyncio future: Trio runs in the loop's thread
+            await trio.sleep_forever()
+        finally:
+            log.append("trio side cancelled")
+            with trio.CancelScope(shield=True):
+                await trio.sleep(0.01)  # a cleanup that takes time
+            log.append("trio side done")
+
+    async def main() -> None:
+        started = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(aio.run_in_trio(sleeper, started))
+        await started
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert log == ["trio side cancelled", "trio side done"]
+
+    run_asyncio(main)
+
+
+def test_leaving_an_aio_query_early_aborts_it(run_asyncio: RunAsyncio, tmp_path: Path) -> None:
+    async def main() -> None:
+        model, tools = _tool_turn(tmp_path, "echo $$; exec sleep 30")
+        got: list[Any] = []
+        async with aio.query(
+            model.client(), [UserMessage("go")], tools=tools, model=MODEL
+        ) as events:
+            async for event in events:
+                got.append(event)
+                if isinstance(event, ToolProgress):
+                    break
+        assert process_exited(int(got[-1].data), timeout=0)
+        assert (await aio.current_guest_run()).statistics().tasks == 0
+        assert len(model.requests) == 1
 
     run_asyncio(main)
