@@ -4,6 +4,7 @@ every ``trio-agent`` command line it shows parses."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shlex
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+import trio
 
 import trio_agent
 from trio_agent import TextBlock, ToolUseBlock, read_transcript
@@ -162,3 +164,100 @@ def test_the_session_example_prints_why_a_turn_failed(
     assert "AuthenticationError: no Anthropic credentials" in out
     assert "ANTHROPIC_AUTH_TOKEN" in out
     assert model.requests == []
+
+
+def _scripted_anthropic(
+    monkeypatch: pytest.MonkeyPatch, model: ScriptedModel, **kwargs: Any
+) -> None:
+    """The examples' ``AnthropicClient()`` talks to *model*."""
+    real = trio_agent.AnthropicClient
+
+    def client(*args: Any, **given: Any) -> trio_agent.AnthropicClient:
+        assert (args, given) == ((), {})  # the example's AnthropicClient()
+        http = httpx.AsyncClient(transport=model.transport())
+        return real(base_url="http://scripted", http_client=http, **kwargs)
+
+    monkeypatch.setattr(trio_agent, "AnthropicClient", client)
+
+
+def test_the_one_call_example_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (example,) = [b for b in code_blocks("python") if 'trio_agent.run(client, "Name' in b]
+    answer = ScriptedAnswer(blocks=[TextBlock("2, 3 and 5.")], model=trio_agent.DEFAULT_MODEL)
+    model = ScriptedModel([answer])
+    _scripted_anthropic(monkeypatch, model, api_key="k")
+    exec(compile(example, "README.md", "exec"), {"__name__": "__main__"})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "2, 3 and 5."
+    tokens, cost = out[1].split()
+    assert int(tokens) > 0
+    assert float(cost) > 0
+    assert model.requests[0].body["messages"][-1]["content"] == "Name three prime numbers, briefly."
+
+
+def test_the_one_call_example_raises_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    (example,) = [b for b in code_blocks("python") if 'trio_agent.run(client, "Name' in b]
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    model = ScriptedModel([ScriptedAnswer(blocks=[TextBlock("never sent")])])
+    _scripted_anthropic(monkeypatch, model)
+    with pytest.raises(trio_agent.AuthenticationError, match="ANTHROPIC_API_KEY"):
+        exec(compile(example, "README.md", "exec"), {"__name__": "__main__"})
+    assert model.requests == []
+
+
+def test_the_typed_result_example_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (example,) = [b for b in code_blocks("python") if "output_type=Invoice" in b]
+    wrong = {"vendor": "ACME Corp", "total_cents": 0, "paid": True}
+    right = {"vendor": "ACME Corp", "total_cents": 1250, "paid": True}
+    model = ScriptedModel(
+        [ScriptedAnswer(blocks=[TextBlock(json.dumps(v))]) for v in (wrong, right)]
+    )
+    _scripted_anthropic(monkeypatch, model, api_key="k")
+    exec(compile(example, "README.md", "exec"), {"__name__": "__main__"})
+    assert capsys.readouterr().out.strip() == (
+        "Invoice(vendor='ACME Corp', total_cents=1250, paid=True)"
+    )
+    assert "output_config" in model.requests[0].body
+    assert "total_cents must be more than 0" in json.dumps(model.requests[1].body["messages"])
+
+
+def test_the_hooks_example_runs() -> None:
+    (example,) = [b for b in code_blocks("python") if "pre_tool_use=no_rm" in b]
+    namespace: dict[str, Any] = {"__name__": "readme"}
+    exec(compile(example, "README.md", "exec"), namespace)
+    model = ScriptedModel(
+        [
+            ScriptedAnswer(
+                blocks=[
+                    ToolUseBlock("t1", "Bash", {"command": "rm -rf /"}),
+                    ToolUseBlock("t2", "leak", {}),
+                ]
+            ),
+            ScriptedAnswer(blocks=[TextBlock("ok")]),
+        ]
+    )
+
+    @trio_agent.tool
+    async def Bash(command: str) -> str:
+        """Run a command."""
+        raise AssertionError("the hook let rm -rf through")  # pragma: no cover
+
+    @trio_agent.tool
+    async def leak() -> str:
+        """Print a secret."""
+        return "the key is SECRET"
+
+    async def main() -> trio_agent.RunResult:
+        return await trio_agent.run(
+            model.client(), "go", tools=[Bash, leak], model="m", options=namespace["options"]
+        )
+
+    result = trio.run(main)
+    assert result.text == "ok"
+    sent = model.requests[1].body["messages"][-1]["content"]
+    assert sent[0]["content"] == "rm -rf is not allowed here"
+    assert sent[1]["content"] == "the key is [redacted]"

@@ -5,10 +5,10 @@ The package is the data flow, top to bottom (imports only go down; import-linter
 checks it, see ``[tool.importlinter]`` in pyproject.toml)::
 
     _messages.py _exceptions.py _tools.py _tool_schema.py _permissions.py
-    _options.py _retry.py
+    _options.py _retry.py _hooks.py _output.py
                   the shared vocabulary: wire values, errors, Tool (and its schema from
                   type hints), permission answers, TurnOptions (every option of a
-                  turn, in one value), RetryPolicy
+                  turn, in one value), RetryPolicy, Hooks, typed outputs
     _model/       Layer 1: bytes -> stream items. ModelClient (the protocol the loop
                   depends on), SSE, MessageAccumulator, RetryPolicy, the stall meter,
                   AnthropicClient, OpenAIClient (Responses / Chat Completions)
