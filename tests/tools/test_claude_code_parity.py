@@ -473,6 +473,70 @@ RESULTS: list[tuple[str, dict[str, str], dict[str, Any], str, bool]] = [
 ]
 
 
+#: Where a result differs on purpose from Claude Code 2.1.100's, and why. Checked by
+#: test_the_noted_result_differences_hold, or elsewhere: read-size-cap in
+#: test_builtin_files.py, grep-hidden-note in tests/security/test_path_rules.py,
+#: grep-unlimited in test_builtin_search.py, bash-tail in test_builtin_bash.py.
+RESULT_DIFFERENCES: Mapping[str, str] = {
+    "read-line-cut": "Read cuts a line past 2000 characters with `[... line cut, N more "
+    "characters]`: Claude Code's prompt promises the cut, its code sends the whole line",
+    "read-default-limit": "Read shows 2000 lines by default, then says where to read on; "
+    "Claude Code reads the whole file and refuses one over 256 KB or 25,000 tokens",
+    "read-size-cap": "Read stops at max_chars (100,000) with the same note (an output cap)",
+    "read-last-newline": "a final newline ends the last line; Claude Code numbers an empty "
+    "line after it",
+    "read-directory": "a directory is refused as `X is a directory; use Glob to list files` "
+    "(Claude Code: `EISDIR: illegal operation on a directory, read 'X'`)",
+    "read-no-reminder": "no malware <system-reminder> appended to every Read",
+    "glob-order": "Glob lists newest first; Claude Code's ripgrep `--sort=modified` lists "
+    "oldest first (so its 100-file cap keeps the oldest)",
+    "paths": "Glob and Grep paths are relative to the workspace root (Claude Code: to its "
+    "cwd); .gitignore is not honoured (Claude Code's Grep honours it)",
+    "grep-hidden-note": "a permission rule's hidden files are counted in a last line",
+    "grep-cr": "a CRLF line's \\r is not shown (ripgrep prints it)",
+    "grep-unlimited": "head_limit 0 is still bounded by the tool's max_results (10,000)",
+    "grep-single-count": "count mode names the file even when one file is searched "
+    "(ripgrep prints a bare count, which Claude Code then counts as 0 files)",
+    "bash-tail": "Bash keeps the last 30,000 characters, after `[... N characters of "
+    "earlier output dropped ...]` (Claude Code saves large output to a file)",
+    "bash-bracket": "`[ ... ]` exiting 1 is a failure (the shell analysis sees a test, not "
+    "a command); Claude Code counts it an answer as it does test's",
+    "empty-result": "`(Bash completed with no output)` is Bash's; Claude Code says "
+    "`(<Tool> completed with no output)` for any tool's empty result",
+    "edit-quotes": "Edit matches old_string exactly (Claude Code also tries it with curly "
+    "quotes straightened); CRLF files are matched with \\n when CRLF is the majority",
+    "input-errors": "an unknown tool's error lists the tools; an invalid input's says what is "
+    "wrong in JSON Schema's words (tested in tests/executor/test_executor.py)",
+    "webfetch": "WebFetch takes no `prompt`: there is no second model to run over the page",
+}
+
+
+async def test_the_noted_result_differences_hold(tmp_path: pathlib.Path):
+    (tmp_path / "long.txt").write_text("y" * 2001 + "\n" + "z\n" * 2001)
+    (tmp_path / "d").mkdir()
+    os.utime(tmp_path / "long.txt", (1_000_000, 1_000_000))
+    (tmp_path / "new.txt").write_text("a\r\n")
+    tools = {t.name: t for t in default_tools(Workspace(tmp_path))}
+    read = str((await _run(tools["Read"], {"file_path": "long.txt"})).content).split("\n")
+    assert read[0] == f"1\t{'y' * 2000} [... line cut, 1 more characters]"  # read-line-cut
+    assert len(read) == 2001  # read-default-limit
+    assert read[-1] == (
+        "[truncated at the limit of 2000 lines: showed lines 1-2000; more lines follow, "
+        "read on with offset=2001]"
+    )
+    out = await _run(tools["Read"], {"file_path": "new.txt"})
+    assert out.content == "1\ta"  # read-last-newline, read-no-reminder
+    out = await _run(tools["Read"], {"file_path": "d"})
+    assert out.content == _wrapped("d is a directory; use Glob to list files")  # read-directory
+    out = await _run(tools["Glob"], {"pattern": "*.txt"})
+    assert out.content == "new.txt\nlong.txt"  # glob-order
+    out = await _run(tools["Grep"], {"pattern": "a", "output_mode": "content"})
+    assert out.content == "new.txt:1:a"  # grep-cr
+    out = await _run(tools["Bash"], {"command": "[ -e nothing ]"})
+    assert (out.content, out.is_error) == ("Exit code 1", True)  # bash-bracket
+    assert "prompt" not in tools["WebFetch"].input_schema["properties"]  # webfetch
+
+
 @pytest.mark.parametrize(("name", "files", "input", "expected", "error"), RESULTS)
 async def test_the_result_text_is_claude_codes(
     tmp_path: pathlib.Path,
