@@ -497,6 +497,17 @@ ROWS: list[tuple[str, str, list[str]]] = [
             "tests/otel/test_otel_bounds.py::test_bounded_is_short_and_encodable",
         ],
     ),
+    (
+        "A1",
+        "a subagent's call cut at any event of its child (abort, interrupt, the consumer "
+        "leaving), by a sibling's error or its timeout: every tool_use of every level "
+        "answered, usage summed exactly, no task left; a recorded subagent not re-run "
+        "after a durable worker's SIGKILL",
+        [
+            "tests/subagent/test_cancellation.py",
+            "tests/durable/test_subagent_restart.py",
+        ],
+    ),
     ("L", "the leak helper finds each kind of leak", ["tests/testing/test_leaks.py"]),
 ]
 
