@@ -550,3 +550,29 @@ def test_leaving_an_aio_query_early_aborts_it(run_asyncio: RunAsyncio, tmp_path:
         assert len(model.requests) == 1
 
     run_asyncio(main)
+
+
+def test_aio_run_returns_raises_and_aborts(run_asyncio: RunAsyncio, tmp_path: Path) -> None:
+    async def main() -> None:
+        model = ScriptedModel(
+            [ScriptedAnswer(blocks=[TextBlock("Four.")]), HTTPErrorAnswer(status=401)]
+        )
+        result = await aio.run(model.client(), "2+2?", model=MODEL)
+        assert result.text == "Four."
+        with pytest.raises(AuthenticationError):
+            await aio.run(model.client(), "again", model=MODEL)
+        with pytest.raises(TypeError, match="TurnControl"):
+            await aio.run(model.client(), "x", model=MODEL, control=trio_agent.TurnControl())
+        # Cancelled mid-tool: the turn is aborted and over (its process gone) first.
+        fifo = tmp_path / "pid"
+        os.mkfifo(fifo)
+        slow, tools = _tool_turn(tmp_path, f"echo $$ > {fifo}; exec sleep 30")
+        task = asyncio.create_task(aio.run(slow.client(), "go", tools=tools, model=MODEL))
+        pid = int(await asyncio.to_thread(fifo.read_text))
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert process_exited(pid, timeout=0)
+        assert len(slow.requests) == 1
+
+    run_asyncio(main)

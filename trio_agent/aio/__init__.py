@@ -10,7 +10,8 @@ API, events and results as Trio code:
 - :class:`Session`: ``trio_agent.Session``'s arguments; ``async with
   session.submit(prompt) as events: async for event in events``, ``await
   session.run(prompt)``, ``interrupt()``, ``abort()``, ``Session.resume(...)``.
-- :func:`query`: ``trio_agent.query`` from asyncio.
+- :func:`query` and :func:`run`: ``trio_agent.query`` and ``trio_agent.run`` from
+  asyncio.
 - :func:`run_in_trio` (await any Trio function) and :func:`open_in_trio` (hold a
   Trio async context manager open: MCP servers, a worker...).
 
@@ -41,6 +42,7 @@ from ._guest import open_guest_run as open_guest_run
 from ._guest import run_in_trio as run_in_trio
 from ._session import Session as Session
 from ._session import query as query
+from ._session import run as run
 from ._stream import DEFAULT_BUFFER as DEFAULT_BUFFER
 from ._stream import EventStream as EventStream
 from ._stream import EventStreamStatistics as EventStreamStatistics
@@ -59,6 +61,7 @@ __all__ = [
     "open_guest_run",
     "open_in_trio",
     "query",
+    "run",
     "run_in_trio",
 ]
 

@@ -17,12 +17,13 @@ from .._model import ModelClient
 from .._options import TurnOptions
 from .._permissions import PermissionDecision
 from .._session import Session as TrioSession
+from .._session import run as trio_run
 from .._tools import Tool
 from ._guest import call_in_trio, running_guest_run
 from ._stream import DEFAULT_BUFFER
 from ._turn import TurnStream
 
-__all__ = ["Session", "query"]
+__all__ = ["Session", "query", "run"]
 
 
 @final
@@ -180,6 +181,22 @@ class Session:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+async def run(client: ModelClient, prompt: str | Sequence[ContentBlock], **kwargs: Any) -> Any:
+    """:func:`trio_agent.run` for asyncio: one turn to its end; returns its
+    ``RunResult`` or raises the turn's error (the same exception). The keywords are
+    ``run``'s except ``control``; cancelled, the turn is aborted and has ended before
+    ``CancelledError`` is raised."""
+    if "control" in kwargs:
+        raise TypeError("aio.run() makes its own TurnControl: cancel the task to abort")
+    control = TurnControl()
+
+    def abort() -> bool:
+        control.abort()  # honoured even before the turn starts
+        return True
+
+    return await call_in_trio(lambda: trio_run(client, prompt, control=control, **kwargs), abort)
 
 
 def query(
