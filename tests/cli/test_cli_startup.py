@@ -83,3 +83,27 @@ def test_the_lazy_table_is_what_type_checkers_read() -> None:
     table: dict[str, str] = trio_agent._EXPORTS  # pyright: ignore[reportPrivateUsage]
     assert type_checking_imports() == {**table, "lowlevel": "."}
     assert trio_agent.__all__ == sorted(table)
+
+
+def test_a_command_imports_no_other_command() -> None:
+    """``trio-agent run --help`` builds the parser with ``run`` only: none of the
+    other commands' modules is imported; ``trio-agent --help`` lists every command."""
+    from trio_agent._cli._main import COMMANDS
+
+    code = """
+import contextlib, io, sys
+from trio_agent._cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    main(["run", "--help"])
+print(sorted(m for m in sys.modules if m.startswith("trio_agent._cli.")))
+help = io.StringIO()
+with contextlib.redirect_stdout(help):
+    main(["--help"])
+print(help.getvalue().replace("\\n", " "))
+"""
+    loaded, listing = run_python(code)
+    others = {module for name, (module, _) in COMMANDS.items() if name != "run"}
+    imported = {name.removeprefix("trio_agent._cli") for name in ast.literal_eval(loaded)}
+    assert "._agent" in imported
+    assert imported & others == set()
+    assert all(f" {name} " in listing for name in COMMANDS)

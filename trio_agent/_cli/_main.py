@@ -1,9 +1,8 @@
 """The ``trio-agent`` command line: the parser and the dispatch.
 
-Every subcommand is registered in :func:`build_parser` (the one place), each by
-the module that runs it: ``demo`` (:mod:`._demo`), ``run`` (:mod:`._agent`),
-``replay`` (:mod:`._replay`), ``chat`` (:mod:`._chat`), ``worker`` and ``submit``
-(:mod:`._worker`), ``stream`` (:mod:`._stream`). :func:`main` runs one and turns
+Every subcommand is listed in :data:`COMMANDS` (the one place: a name, the module
+that registers and runs it), and :func:`build_parser` imports only the module of
+the command asked for (all of them for ``trio-agent --help``). :func:`main` runs one and turns
 whatever ends it into an exit status and one or two lines on stderr
 (:mod:`._errors`): 0 done, 1 failed, 2 usage error, 130 Ctrl+C.
 """
@@ -12,16 +11,17 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import importlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TextIO
 
 from .. import __version__
 from ._errors import EXIT_BROKEN_PIPE, EXIT_USAGE, report_exception
 
-__all__ = ["build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "main"]
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -48,6 +48,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, whose version is looked up only when asked for (the lookup
+    imports ``importlib.metadata``, ~60 ms that no command needs)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.update(nargs=0, default=argparse.SUPPRESS)
+        kwargs.setdefault("help", "show the program's version and exit")
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        parser.exit(message=f"{parser.prog} {_version()}\n")
+
+
 def _version() -> str:
     import importlib.metadata  # ~3 ms, which only --version and --help need
 
@@ -57,8 +70,26 @@ def _version() -> str:
         return __version__
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``trio-agent`` parser: every subcommand is registered here.
+#: Every command: its name -> its module and the function there that registers it on
+#: the subparsers (``add_..._command(subparsers)``). A new command is one line here.
+#: One function may register several commands (``worker`` and ``submit``): each is
+#: listed, with the same function.
+COMMANDS: Mapping[str, tuple[str, str]] = {
+    "demo": ("._demo", "add_demo_command"),
+    "run": ("._agent", "add_run_command"),
+    "replay": ("._replay", "add_replay_command"),
+    "chat": ("._chat", "add_chat_command"),
+    "worker": ("._worker", "add_worker_commands"),
+    "submit": ("._worker", "add_worker_commands"),
+    "stream": ("._stream", "add_stream_command"),
+    "view": ("._view", "add_view_command"),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``trio-agent`` parser, with every command of :data:`COMMANDS`; with
+    *command* (one of them), that command only: its module alone is imported, so a
+    command pays for none of the others' imports.
 
     A subcommand sets ``func`` (``(args) -> exit status``, running its own
     ``trio.run``) or ``handler`` (``async (args, out, err)``, run by :func:`main`).
@@ -69,27 +100,20 @@ def build_parser() -> argparse.ArgumentParser:
         "streaming. Start with `trio-agent demo` (no API key needed).",
         epilog="`trio-agent COMMAND --help` tells more about each command.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    # Here, not at the top: `trio-agent --version` needs none of the commands.
-    from ._agent import add_run_command
-    from ._chat import add_chat_command
-    from ._demo import add_demo_command
-    from ._replay import add_replay_command
-    from ._stream import add_stream_command
-    from ._view import add_view_command
-    from ._worker import add_worker_commands
-
+    parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", title="commands", parser_class=_Parser
     )
-    add_demo_command(commands)
-    add_run_command(commands)
-    add_replay_command(commands)
-    add_chat_command(commands)
-    add_worker_commands(commands)  # worker, submit
-    add_stream_command(commands)
-    add_view_command(commands)
+    chosen = COMMANDS.values() if command not in COMMANDS else [COMMANDS[command or ""]]
+    for module, function in dict.fromkeys(chosen):  # each function once, in order
+        # Here, not at the top: `trio-agent --version` needs none of the commands.
+        getattr(importlib.import_module(module, __package__), function)(commands)
     return parser
+
+
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The command *argv* names (its first word that is no option), if any."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
 def main(
@@ -140,7 +164,7 @@ def _main(argv: Sequence[str] | None, out: TextIO | None, err: TextIO | None) ->
         stdout.write(f"trio-agent {_version()}\n")  # before any command is imported
         return 0
     try:
-        parser = build_parser()
+        parser = build_parser(_command_in(sys.argv[1:] if argv is None else argv))
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:
