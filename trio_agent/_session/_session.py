@@ -190,6 +190,12 @@ class Session:
             (self._priced(m) for m in transcript.messages if isinstance(m, AssistantMessage)),
             Usage(cost_usd=0.0),
         )
+        # Each subagent turn as its line recorded it (its cost included).
+        for run in transcript.subagents:
+            self._subagent_usage[run.agent] = (
+                self._subagent_usage.get(run.agent, Usage(cost_usd=0.0)) + run.end.usage
+            )
+            self._usage = self._usage + run.end.usage
         if transcript.repaired_tool_use_ids:
             # The file lacks the synthetic results: record the repaired history.
             self._open_writer().replace_history(transcript.messages)

@@ -8,7 +8,8 @@ File format (UTF-8, one JSON object per line)::
     {"type": "history", "messages": [...], "ts": ...}
     {"type": "pending", "pending": {"calls": [...], "results": [...]}, "ts": ...}
     {"type": "subagent", "agent": "...", "tool_use_id": "...", "reason": "...",
-     "turns": 2, "usage": {...}, "messages": [...], "subagents": [...], "ts": ...}
+     "turns": 2, "usage": {...}, "cost_usd": 0.0123, "messages": [...],
+     "subagents": [...], "ts": ...}
 
 A ``history`` line replaces the whole history at once (after a compaction, or when
 the loop rewrote the turn's messages, e.g. dropping a failed attempt); being one
@@ -220,6 +221,7 @@ def _subagent_record(run: SubagentTurn) -> dict[str, Any]:
         "reason": str(end.reason),
         "turns": end.turns,
         "usage": end.usage.to_api(),
+        "cost_usd": end.usage.cost_usd,
         "messages": [m.to_api() for m in end.messages],
         "subagents": [_subagent_record(r) for r in end.subagents],
     }
@@ -238,11 +240,15 @@ def _read_subagent(record: Mapping[str, Any], lineno: int, raw: bytes) -> Subage
         and isinstance(nested, list)
     ):
         raise TranscriptError(f"line {lineno}: a bad subagent record: {excerpt(raw)}")
+    cost = record.get("cost_usd")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float)):
+        raise TranscriptError(f"line {lineno}: a bad subagent record: cost_usd {cost!r:.40}")
     try:
         reason = TurnEndReason(record.get("reason"))
         spent = Usage.from_api(cast("Mapping[str, Any]", usage))
     except (TrioAgentError, TypeError, ValueError) as exc:
         raise TranscriptError(f"line {lineno}: a bad subagent record: {exc}") from exc
+    spent = attrs.evolve(spent, cost_usd=None if cost is None else float(cost))
     end = TurnEnd(
         reason=reason,
         usage=spent,
