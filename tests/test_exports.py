@@ -34,6 +34,7 @@ FACES = [
     "trio_agent.mcp",
     "trio_agent.durable",
     "trio_agent.otel",
+    "trio_agent.aio",
 ]
 #: The faces that only gather names defined elsewhere (the others, strategies and
 #: otel, are modules of their own that also import what they use).
@@ -44,6 +45,7 @@ REEXPORTING_FACES = [
     "trio_agent.testing",
     "trio_agent.mcp",
     "trio_agent.durable",
+    "trio_agent.aio",
 ]
 
 #: Names that moved from ``trio_agent`` to ``trio_agent.lowlevel`` (issue 21).
