@@ -4,18 +4,23 @@ that a resumed session does not replay."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trio_agent import (
     DEFAULT_MODEL,
     Session,
     TextBlock,
     ToolUseBlock,
+    TranscriptError,
     Usage,
+    UserMessage,
     read_transcript,
     subagent,
 )
@@ -92,3 +97,56 @@ async def test_the_transcript_nests_each_subagent_turn(
     assert "        [subagent inner: completed]" in shown
     assert "        bedrock" in shown
     assert lines.index("the parent is done") > at
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+_GOOD = {
+    "type": "subagent",
+    "agent": "a",
+    "tool_use_id": "t1",
+    "reason": "completed",
+    "turns": 1,
+    "usage": {"input_tokens": 1, "output_tokens": 1},
+    "cost_usd": 0.5,
+    "messages": [{"role": "user", "content": "x"}],
+    "subagents": [],
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(key=st.sampled_from(sorted(_GOOD)), value=_json)
+def test_a_garbled_subagent_line_is_a_transcript_error_naming_it(
+    tmp_path_factory: pytest.TempPathFactory, key: str, value: Any
+) -> None:
+    path = tmp_path_factory.mktemp("t") / "t.jsonl"
+    record = {**_GOOD, key: value}
+    if key == "subagents":
+        record["subagents"] = [{**_GOOD, "turns": value}] if value is not None else value
+    header = {"type": "header", "version": 1, "model": "m"}
+    path.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in (
+                header,
+                record,
+                {"type": "user", "message": {"role": "user", "content": "hi"}},
+            )
+        )
+        + "\n"
+    )
+    error: TranscriptError | None = None
+    try:
+        transcript = read_transcript(path)
+    except TranscriptError as exc:
+        error = exc
+    if error is not None:
+        assert str(error).startswith("line 2: ")
+        return
+    assert transcript.messages == (UserMessage("hi"),)
+    assert len(transcript.subagents) == (1 if record["type"] == "subagent" else 0)
