@@ -356,14 +356,20 @@ _JSON = st.recursive(
 
 
 def _at(value: Any, path: str) -> Any:
-    """The value at a first_difference path ('body.a[0].b'); _MISSING_AT when absent."""
-    for token in re.findall(r"\.([^.\[]*)|\[(\d+)\]", path[len("body") :]):
-        key, index = token
-        if index:
+    """The value at a first_difference path ('body.a[0]["b c"]'); _MISSING_AT when absent."""
+    rest = path[len("body") :]
+    token = re.compile(r'\.([A-Za-z0-9_-]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
+    while rest:
+        match = token.match(rest)
+        assert match is not None, rest
+        rest = rest[match.end() :]
+        name, index, quoted = match.groups()
+        if index is not None:
             if not isinstance(value, list) or int(index) >= len(value):
                 return _MISSING_AT
             value = value[int(index)]
         else:
+            key = name if name is not None else json.loads(quoted)
             if not isinstance(value, dict) or key not in value:
                 return _MISSING_AT
             value = value[key]
@@ -383,9 +389,6 @@ def test_first_difference_names_a_place_where_the_values_differ(a: Any, b: Any) 
         assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
         return
     where = found[0]
-    # keys holding "." or "[" make the path ambiguous; the rest resolve exactly
-    if any(("." in k or "[" in k) for k in re.findall(r"\.([^.\[]*)", where)):
-        return
     left, right = _at(a, where), _at(b, where)
     assert left is not _MISSING_AT or right is not _MISSING_AT
     if left is not _MISSING_AT and right is not _MISSING_AT:

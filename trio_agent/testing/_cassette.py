@@ -33,6 +33,7 @@ import base64
 import copy
 import json
 import os
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -125,12 +126,23 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _member(where: str, key: str) -> str:
+    """*where*'s member *key*: ``.key``, or ``["key"]`` (JSON-quoted) for any other key."""
+    if _NAME.fullmatch(key):
+        return f"{where}.{key}"
+    return f"{where}[{json.dumps(key, ensure_ascii=False)}]"
+
+
 def first_difference(recorded: Any, received: Any, path: str) -> tuple[str, Any, Any] | None:
     """The first place two JSON values differ: ``(path, recorded, received)``, or None
     (a side without the field holds a private marker there).
 
     Objects compare key by key (recorded keys first, in order, then new keys); arrays
-    element by element, then by length.
+    element by element, then by length. A path is ``body.messages[0].content``; a key
+    that is not a plain name is quoted: ``body.metadata["user id"]``.
     """
     # Iterative (a deep body must not exhaust the stack): a stack of pending pairs.
     stack: list[tuple[str, Any, Any]] = [(path, recorded, received)]
@@ -141,10 +153,10 @@ def first_difference(recorded: Any, received: Any, path: str) -> tuple[str, Any,
             db = cast("dict[str, Any]", b)
             pending: list[tuple[str, Any, Any]] = []
             for key in da:
-                pending.append((f"{where}.{key}", da[key], db.get(key, _MISSING)))
+                pending.append((_member(where, key), da[key], db.get(key, _MISSING)))
             for key in db:
                 if key not in da:
-                    pending.append((f"{where}.{key}", _MISSING, db[key]))
+                    pending.append((_member(where, key), _MISSING, db[key]))
             stack.extend(reversed(pending))
         elif isinstance(a, list) and isinstance(b, list):
             la = cast("list[Any]", a)
