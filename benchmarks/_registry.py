@@ -14,6 +14,7 @@ from types import MappingProxyType
 from . import (
     _aio,
     _caching,
+    _command,
     _durable,
     _e2e,
     _micro,
@@ -92,6 +93,21 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "caching",
         "20-call tool loop: cost with prompt caching on vs off, request-build CPU",
         _caching.bench_caching,
+    ),
+    Benchmark("cli_version", "`trio-agent --version`: wall time", _command.bench_version),
+    Benchmark(
+        "cli_exit", "`trio-agent run`: exit after the final message_stop", _command.bench_exit
+    ),
+    Benchmark(
+        "cli_cpu",
+        "`trio-agent run` CPU streaming 20,000 text deltas (an SSE event per chunk), plain, --json",
+        _command.bench_cli_cpu,
+    ),
+    Benchmark(
+        "peers-cli",
+        "trio-agent run vs the real Claude Code CLI on the same answers: CPU per 20,000 deltas,"
+        " peak RSS (npm installs it; skipped without)",
+        _command.bench_peers_cli,
     ),
     Benchmark(
         "subagent",
