@@ -1050,3 +1050,80 @@ def test_read_offset_and_limit_over_arbitrary_files(
     # A Read that showed the file lets Write replace it (the binary refusal does not).
     seen = ws.reads.get("f.txt")
     assert (seen is not None) == (not out.is_error)
+
+
+# -- read before write, as a model ----------------------------------------------------
+
+CONTENTS = st.lists(st.sampled_from(["a", "b", "ab", "ba"]), min_size=2, max_size=4).map(
+    lambda lines: "".join(f"{line}\n" for line in lines)
+)
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("read"), st.sampled_from([None, 1])),
+        st.tuples(st.just("outside"), CONTENTS),  # someone else writes the file
+        st.tuples(st.just("touch"), st.none()),  # someone else touches it
+        st.tuples(st.just("edit"), st.sampled_from([("a", "c"), ("ab", "x"), ("zz", "a")])),
+        st.tuples(st.just("write"), CONTENTS),
+    ),
+    min_size=3,
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(initial=CONTENTS, ops=OPS)
+def test_read_before_write_follows_the_model(
+    tmp_path_factory: pytest.TempPathFactory, initial: str, ops: list[tuple[str, Any]]
+):
+    """Any interleaving of Reads (whole or partial), outside writes and touches, Edits
+    and Writes: a write goes through exactly when the file was read and is unchanged
+    since (same stamp, or same bytes after a whole Read), as the model says."""
+    root = tmp_path_factory.mktemp("rbw")
+    path = root / "f.txt"
+    path.write_text(initial)
+    read, write, edit = _tools(Workspace(root))
+    clock = iter(range(1_000_000, 2_000_000))
+    os.utime(path, (next(clock), next(clock)))
+    content = initial
+    seen: tuple[str, str] | None = None  # ("whole" | "part", the content then)
+    fresh = False  # the stamp is the one last seen
+
+    async def main() -> None:
+        nonlocal content, seen, fresh
+        for op, arg in ops:
+            if op == "read":
+                out = await _run(read, {"file_path": "f.txt", **({"limit": arg} if arg else {})})
+                assert not out.is_error
+                whole = arg is None or content.count("\n") <= arg
+                seen, fresh = ("whole" if whole else "part", content), True
+            elif op in ("outside", "touch"):
+                if op == "outside":
+                    path.write_text(arg)
+                    content = arg
+                when = next(clock)
+                os.utime(path, (when, when))
+                fresh = False
+            else:
+                ok = seen is not None and (fresh or seen == ("whole", content))
+                if ok:
+                    fresh, seen = True, ("whole", content)  # a check that passes records
+                if op == "edit":
+                    old, new = arg
+                    out = await _run(
+                        edit, {"file_path": "f.txt", "old_string": old, "new_string": new}
+                    )
+                    after = content.replace(old, new, 1)
+                    done = ok and content.count(old) == 1
+                else:
+                    out = await _run(write, {"file_path": "f.txt", "content": arg})
+                    after, done = arg, ok
+                if not ok:
+                    assert out.content == (NOT_READ if seen is None else MODIFIED)
+                assert out.is_error == (not done), (op, arg, out.content)
+                if done:
+                    content, seen, fresh = after, ("whole", after), True
+            assert path.read_text() == content
+
+    trio.run(main)
