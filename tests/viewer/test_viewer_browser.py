@@ -49,6 +49,8 @@ def sessions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     async def make() -> None:
         with events.open("w") as out:
             assert await run_demo(50.0, True, out) in (0, 1)
+        with retried.open("w") as out:  # its first answer's stream breaks: a retry
+            assert await run_demo(50.0, True, out, "reset") in (0, 1)
         work = root / "work"
         work.mkdir()
         make_demo_workspace(work)
@@ -92,6 +94,7 @@ def sessions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
     usage: list[Usage] = []
     nested = root / "subagents.jsonl"
+    retried = root / "retried.events.jsonl"
     trio.run(make)
 
     priced = root / "priced.jsonl"
@@ -137,6 +140,7 @@ def sessions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "priced": priced,
         "hostile": hostile,
         "subagents": nested,
+        "retried": retried,
     }
 
 
@@ -333,3 +337,27 @@ async def test_subagent_turns_are_nested_under_their_calls(
     assert page["outerText"] == ["found bedrock"]
     assert page["top"] == ["the parent is done"]
     assert page["tokens"] == "353 in / 36 out"  # the subagents' tokens counted
+
+
+async def test_a_retried_call_shows_its_discarded_attempt_and_timeline(
+    browser: Any, viewer: Any, sessions: dict[str, Path]
+) -> None:
+    records = [json.loads(line) for line in sessions["retried"].read_text().splitlines()]
+    timeline = next(r for r in records if r["type"] == "Timeline")
+    async with viewer([sessions["retried"]]) as url:
+        await _open_session(browser, url, sessions["retried"])
+        page = await browser.js(
+            "const notes = [...document.querySelectorAll('.item.note.warn')];"
+            "return {"
+            " notes: notes.map(n => n.firstChild.textContent),"
+            " discardedRows: notes[0].querySelectorAll('svg .tl-row').length,"
+            " streams: document.querySelectorAll('svg .tl-row[data-kind=stream]').length,"
+            " answers: document.querySelectorAll('.item.assistant figure.timeline').length};"
+        )
+    assert page["notes"][0].startswith("model call 1 discarded after StreamTruncatedError")
+    assert page["notes"][0].endswith(": stream_retry")
+    assert page["notes"][1] == "model call 1: stream_retry"
+    first = timeline["calls"][0]
+    assert page["discardedRows"] == 1 + len(first["tools"])  # its stream and its tools
+    assert page["streams"] == len(timeline["calls"])
+    assert page["answers"] == len(timeline["calls"]) - 1  # each answer but the discarded

@@ -336,3 +336,53 @@ def test_the_view_command_refuses_a_bad_port(capsys: pytest.CaptureFixture[str])
 
     assert main(["view", "--port", "70000", "--no-open"]) == 2
     assert "--port must be 0-65535" in capsys.readouterr().err
+
+
+async def test_approvals_and_compactions_are_noted(tmp_path: Path, autojump_clock: Any) -> None:
+    """A turn that ends awaiting approval (a real Session with Defer), then a history
+    line (what a compaction writes): the page says both."""
+    from trio_agent import Allow, Defer, Session, Tool, TurnOptions
+    from trio_agent.testing import ScriptedAnswer, ScriptedModel
+
+    async def run(input: Any, ctx: Any) -> str:
+        return "ran"
+
+    async def ask_later(tool: Any, input: Any, ctx: Any) -> Any:
+        return Defer() if tool.name == "Bash" else Allow()
+
+    bash = Tool("Bash", "Run a command.", {"type": "object"}, run)
+    model = ScriptedModel(
+        [
+            ScriptedAnswer(
+                blocks=[ToolUseBlock("b1", "Bash", {"command": "rm -rf build"})],
+                stop_reason="tool_use",
+            )
+        ]
+    )
+    path = tmp_path / "approval.jsonl"
+    session = Session(
+        model.client(),
+        [bash],
+        model="m",
+        transcript_path=path,
+        options=TurnOptions(can_use_tool=ask_later),
+    )
+    async with session, session.submit("clean up") as events:
+        async for _ in events:
+            pass
+    view = read_session(path)
+    assert view.end == "awaiting_approval"
+    notes = [(i.level, i.text) for i in view.items if i.kind == "note"]
+    assert ("warn", "approval requested: the last answer's tool calls await a decision") in notes
+    (use,) = [b for i in view.items if i.kind == "assistant" for b in i.blocks]
+    assert use["name"] == "Bash"
+    assert use["result"] is None  # not run: awaiting the decision
+    assert "no result (yet)" in session_page(view)
+
+    writer = TranscriptWriter.open(path, model="m")
+    writer.replace_history([UserMessage("a summary of the conversation so far")])
+    writer.close()
+    view = read_session(path)
+    assert any(
+        i.kind == "note" and i.text.startswith("history replaced (1 messages)") for i in view.items
+    )

@@ -260,7 +260,8 @@ def _item(item: Item) -> str:
         )
     if item.kind == "end":
         return f'<div class="item end">{esc(item.text)}</div>'
-    return f'<div class="item note {esc(item.level)}">{esc(item.text)}</div>'
+    timeline = timeline_svg(item.timeline) if item.timeline else ""
+    return f'<div class="item note {esc(item.level)}">{esc(item.text)}{timeline}</div>'
 
 
 def session_page(view: SessionView) -> str:

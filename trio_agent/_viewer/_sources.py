@@ -143,7 +143,9 @@ class _Builder:
 
     view: SessionView
     tool_uses: dict[str, dict[str, Any]] = attrs.field(factory=dict[str, dict[str, Any]])
-    turn_answers: list[Item] = attrs.field(factory=list[Item])
+    #: The model calls of the turn being read, each the items its timeline belongs
+    #: to (its answer; a discarded attempt's note): a Transition starts a call.
+    calls: list[list[Item]] = attrs.field(factory=lambda: [[]])
     seen_ids: set[str] = attrs.field(factory=set[str])
     prompts: int = 0
 
@@ -230,7 +232,7 @@ class _Builder:
         if isinstance(stop, str):
             item.text = stop
             self.view.end = f"stop: {stop}"
-        self.turn_answers.append(item)
+        self.calls[-1].append(item)
         self.view.items.append(item)
 
     def subagent(self, record: Mapping[str, Any], *, depth: int) -> None:
@@ -288,6 +290,7 @@ class _Builder:
         if kind in ("AssistantMessage", "UserMessage"):
             self.message(record.get("message"))
         elif kind == "Transition":
+            self.calls.append([])
             reason = str(record.get("reason", ""))
             if reason not in ("next_turn", "prompt"):
                 self.note(f"model call {record.get('turn', '?')}: {reason}", "warn")
@@ -299,6 +302,7 @@ class _Builder:
                 f" {record.get('reason', '')}",
                 "warn",
             )
+            self.calls[-1].append(self.view.items[-1])  # its timeline goes here
         elif kind == "ModelFallback":
             self.note(
                 f"overloaded: falling back from {record.get('from_model')} to"
@@ -324,10 +328,11 @@ class _Builder:
         elif kind == "Timeline":
             calls = record.get("calls")
             if isinstance(calls, list):
-                for item, call in zip(self.turn_answers, cast("list[Any]", calls), strict=False):
-                    if isinstance(call, dict):
-                        item.timeline = cast("dict[str, Any]", call)
-            self.turn_answers = []
+                for items, call in zip(self.calls, cast("list[Any]", calls), strict=False):
+                    if isinstance(call, dict) and items:
+                        answers = [i for i in items if i.kind == "assistant"]
+                        (answers or items)[0].timeline = cast("dict[str, Any]", call)
+            self.calls = [[]]
         elif isinstance(kind, str) and kind.endswith("Error"):
             self.note(f"{kind}: {_fields(record)}", "error")
 
