@@ -386,3 +386,23 @@ async def test_approvals_and_compactions_are_noted(tmp_path: Path, autojump_cloc
     assert any(
         i.kind == "note" and i.text.startswith("history replaced (1 messages)") for i in view.items
     )
+
+
+def test_a_directory_is_walked_and_each_file_read_once_until_it_changes(tmp_path: Path) -> None:
+    from trio_agent._viewer._sources import FileSource
+
+    for where in ("a.jsonl", "deep/er/b.jsonl", ".hidden/c.jsonl", "node_modules/d.jsonl"):
+        path = tmp_path / where
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('{"type":"user","message":{"role":"user","content":"q"},"ts":1}\n')
+    (tmp_path / "notes.txt").write_text("not a session")
+    source = FileSource([tmp_path])
+    files = source.files()
+    assert [p.relative_to(tmp_path).as_posix() for p in files] == ["a.jsonl", "deep/er/b.jsonl"]
+    first = source.read(files[0])
+    assert source.read(files[0]) is first  # unchanged: not read again
+    with files[0].open("a") as f:
+        f.write('{"type":"user","message":{"role":"user","content":"more"},"ts":2}\n')
+    again = source.read(files[0])
+    assert again is not first
+    assert [i.text for i in again.items] == ["q", "more"]

@@ -22,7 +22,7 @@ from typing import Any, Final, final
 import trio
 
 from ._html import list_page, session_page
-from ._sources import DatabaseSource, FileSource, SessionView, file_sessions, read_session
+from ._sources import DatabaseSource, FileSource, SessionView, file_sessions
 
 __all__ = ["Library", "ViewerApp", "serve_viewer"]
 
@@ -73,7 +73,7 @@ class Library:
             path = self._where.get(session_id)
         if path is not None:
             try:
-                return read_session(path)
+                return self.files.read(path)
             except OSError:
                 return None
         if self.database is not None:

@@ -417,21 +417,60 @@ def read_session(path: str | os.PathLike[str]) -> SessionView:
     return view
 
 
-@attrs.frozen
+#: Directories a directory's walk skips (tools' caches and environments, VCS data).
+_SKIPPED_DIRS: Final = frozenset({"node_modules", "__pycache__", "site-packages"})
+#: The most files one walk lists (a larger tree is shown up to there).
+MAX_FILES: Final = 2000
+
+
+@attrs.define
 class FileSource:
     """Session files: the paths given, each a file or a directory (its ``*.jsonl``
-    files, recursively)."""
+    files, recursively, hidden directories and caches skipped, at most
+    :data:`MAX_FILES`). A file is read again only once it changed (its size or
+    modification time): the pages poll the list every second.
+    """
 
     paths: Sequence[Path]
+    _cache: dict[Path, tuple[tuple[int, int], SessionView]] = attrs.field(
+        factory=dict[Path, tuple[tuple[int, int], SessionView]], init=False
+    )
 
     def files(self) -> list[Path]:
         found: list[Path] = []
         for path in self.paths:
             if path.is_dir():
-                found.extend(p for p in sorted(path.rglob("*.jsonl")) if p.is_file())
+                found.extend(_walk(path, MAX_FILES - len(found)))
             elif path.is_file():
                 found.append(path)
-        return found
+        return found[:MAX_FILES]
+
+    def read(self, path: Path) -> SessionView:
+        """The session in *path*, from the cache while the file is unchanged.
+
+        Raises:
+            OSError: the file cannot be read.
+        """
+        stat = path.stat()
+        key = (stat.st_size, stat.st_mtime_ns)
+        cached = self._cache.get(path)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        view = read_session(path)
+        self._cache[path] = (key, view)
+        return view
+
+
+def _walk(root: Path, limit: int) -> list[Path]:
+    found: list[Path] = []
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS)
+        for name in sorted(files):
+            if name.endswith(".jsonl"):
+                found.append(Path(directory) / name)
+                if len(found) >= limit:
+                    return found
+    return found
 
 
 def file_sessions(source: FileSource) -> list[SessionView]:
@@ -440,7 +479,7 @@ def file_sessions(source: FileSource) -> list[SessionView]:
     views: list[SessionView] = []
     for path in source.files():
         try:
-            views.append(read_session(path))
+            views.append(source.read(path))
         except OSError as exc:
             where = str(path)
             views.append(SessionView(id=session_id(where), where=where, kind="error", end=str(exc)))
