@@ -102,16 +102,29 @@ def event_fields(event: Any) -> dict[str, Any]:
     ``TurnEnd.messages`` left out: the message events tell the history)."""
     if isinstance(event, (AssistantMessage, UserMessage)):
         return {"message": event.to_api()}
-    if not attrs.has(type(event)):
-        return {}
+    names = _field_names(type(event))
     out: dict[str, Any] = {}
-    for field in attrs.fields(type(event)):
-        if field.name == "messages":
-            continue
-        value = _json_value(getattr(event, field.name))
-        if value is not _SKIP:
-            out[field.name] = value
+    for name in names:
+        value = getattr(event, name)
+        if type(value) not in _PLAIN:  # (a text delta's fields all are)
+            value = _json_value(value)
+            if value is _SKIP:
+                continue
+        out[name] = value
     return out
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...]:
+    """The attrs fields of *kind* that ``--json`` prints (looked up once per type)."""
+    names = _FIELDS.get(kind)
+    if names is None:
+        fields = attrs.fields(kind) if attrs.has(kind) else ()
+        names = _FIELDS[kind] = tuple(f.name for f in fields if f.name != "messages")
+    return names
 
 
 def event_record(event: object, t: float) -> dict[str, Any]:
