@@ -369,3 +369,60 @@ async def test_partial_output_events_grow_to_the_value(autojump_clock: Any, path
     assert end.output == Person(LONG["name"], 36)
     # every partial came before the end
     assert events.index(partials[-1]) < len(events) - 1
+
+
+async def test_the_final_tool_is_not_asked_about(autojump_clock: Any) -> None:
+    """can_use_tool and the tool hooks guard the model's tools, not the loop's own
+    final-result tool: a deny-everything policy still lets the output through."""
+    from trio_agent import Deny, Hooks
+
+    asked: list[str] = []
+
+    async def deny_all(tool: Tool, input: Any, ctx: Any) -> Deny:
+        asked.append(tool.name)
+        return Deny("no tools")
+
+    async def pre(call: Any) -> Deny:
+        asked.append("hook " + call.name)
+        return Deny("no tools")
+
+    answer = ScriptedAnswer(
+        blocks=[
+            ToolUseBlock("t1", "lookup", {"name": "Ada"}),
+            ToolUseBlock("f1", "final_result", PERSON),
+        ]
+    )
+    model = ScriptedModel([answer])
+    events, end = await turn(
+        model.client(),
+        TurnOptions(
+            output_type=Person,
+            output_mode="tool",
+            can_use_tool=deny_all,
+            hooks=Hooks(pre_tool_use=pre),
+        ),
+        tools=[lookup],
+    )
+    assert end.output == Person("Ada", 36)
+    assert asked == ["lookup"]  # denied by can_use_tool, so the hook never saw it
+    assert result_of(events, "t1").content == "no tools"
+
+
+def result_of(events: list[Any], tool_use_id: str) -> ToolResult:
+    (result,) = [e for e in events if isinstance(e, ToolResult) and e.tool_use_id == tool_use_id]
+    return result
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+async def test_the_final_result_tool_on_openai(autojump_clock: Any, api: str) -> None:
+    protocol = {"responses": "openai-responses", "chat": "openai-chat"}[api]
+    model = ScriptedModel([final(PERSON, "call_1")], protocol=protocol)  # pyright: ignore[reportArgumentType]
+    _, end = await turn(
+        openai_client(model, api),
+        TurnOptions(output_type=Person, output_mode="tool"),
+        model="gpt-5",
+    )
+    assert end.output == Person("Ada", 36)
+    assert len(model.requests) == 1
+    assert "final_result" in json.dumps(model.requests[0].body["tools"])
+    assert "text" not in model.requests[0].body or "format" not in model.requests[0].body["text"]

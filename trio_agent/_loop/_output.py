@@ -19,8 +19,10 @@ from typing import Any, Final, cast
 import attrs
 import jiter
 
+from .._hooks import ToolCall
 from .._messages import AssistantMessage, ToolUseBlock
 from .._model import StreamEvent
+from .._options import TurnOptions
 from .._output import (
     OUTPUT_TOOL_DESCRIPTION,
     OUTPUT_TOOL_NAME,
@@ -29,6 +31,7 @@ from .._output import (
     OutputValidator,
     run_validators,
 )
+from .._permissions import Allow, PermissionDecision
 from .._tools import Tool, ToolContext, ToolOutput
 from ._tool_input import GROWTH, MIN_STEP, ToolInputDelta
 
@@ -169,6 +172,39 @@ class OutputTurn:
         rejected = await run_validators(self.validators, value)
         return rejected if rejected is not None else (value,)
 
+    def exempt(self, options: TurnOptions, final: Tool) -> TurnOptions:
+        """*options* for the executor: the *final* tool is the loop's own, so neither
+        ``can_use_tool`` nor the tool hooks are asked about it."""
+        ask, hooks = options.can_use_tool, options.hooks
+        changes: dict[str, Any] = {}
+        if ask is not None:
+
+            async def can_use_tool(
+                tool: Tool, input: Mapping[str, Any], ctx: ToolContext
+            ) -> PermissionDecision:
+                return Allow() if tool is final else await ask(tool, input, ctx)
+
+            changes["can_use_tool"] = can_use_tool
+        if hooks is not None and hooks.tool_hooks:
+            changes["hooks"] = attrs.evolve(
+                hooks,
+                pre_tool_use=_skipping(hooks.pre_tool_use, final),
+                post_tool_use=_skipping(hooks.post_tool_use, final),
+                post_tool_failure=_skipping(hooks.post_tool_failure, final),
+            )
+        return attrs.evolve(options, **changes) if changes else options
+
     def final_calls(self, message: AssistantMessage) -> list[ToolUseBlock]:
         """*message*'s calls of the final-result tool."""
         return [u for u in message.tool_uses if u.name == OUTPUT_TOOL_NAME]
+
+
+def _skipping(hook: Any, final: Tool) -> Any:
+    """*hook*, not called for the *final* tool's calls."""
+    if hook is None:
+        return None
+
+    async def skipping(call: ToolCall, *args: Any) -> Any:
+        return None if call.tool is final else await hook(call, *args)
+
+    return skipping

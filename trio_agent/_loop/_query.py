@@ -900,16 +900,19 @@ async def query(
     control = control if control is not None else TurnControl()
     spec = output_spec(options.output_type)
     output = None
+    call_options = options
     if spec is not None:
         native = _native_output(client, model, options.output_mode)
         output = OutputTurn(spec, options.output_validators, native)
         if not native:
-            tools = (*tools, output.tool())
+            final = output.tool()
+            tools = (*tools, final)
+            call_options = output.exempt(options, final)
     caller = ModelCaller(
         client=client,
         tools=tuple(tools),
         system=system,
-        options=options,
+        options=call_options,
         control=control,
         send=send,
         output=output,
