@@ -7,22 +7,27 @@ suite's authorization server: test_mcp_conformance.py.)"""
 
 from __future__ import annotations
 
+import gc
 import logging
 import stat
+from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 import trio
 from hypothesis import given
 from hypothesis import strategies as st
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
+from trio_agent import ToolContext
 from trio_agent.mcp import (
     AuthorizationRequest,
     FileTokenStorage,
+    HttpServerConfig,
     MCPConfigError,
     OAuthSettings,
     default_token_storage,
@@ -30,6 +35,21 @@ from trio_agent.mcp import (
     open_mcp_tools,
     parse_server_config,
 )
+
+# As in test_mcp_http.py: the SDK's streamable-HTTP client leaves httpx2's SSE async
+# generators to the garbage collector (upstream); each test collects before it ends.
+pytestmark = [
+    pytest.mark.filterwarnings(r"ignore:Async generator 'httpx2\.:ResourceWarning"),
+    pytest.mark.filterwarnings(r"ignore:Async generator 'httpcore2\.:ResourceWarning"),
+]
+
+
+@pytest.fixture
+async def collect_abandoned_generators() -> AsyncIterator[None]:
+    yield
+    gc.collect()
+    await trio.sleep(0)  # let Trio's finalizer close them now
+    gc.collect()
 
 
 async def refusing_server(status: int, nursery: trio.Nursery, seen: list[bytes]) -> str:
@@ -56,6 +76,7 @@ async def refusing_server(status: int, nursery: trio.Nursery, seen: list[bytes])
 
 
 @pytest.mark.parametrize("status", [401, 403])
+@pytest.mark.usefixtures("collect_abandoned_generators")
 async def test_an_unauthorized_server_says_it_needs_authorization(
     status: int, caplog: pytest.LogCaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -76,6 +97,7 @@ async def test_an_unauthorized_server_says_it_needs_authorization(
     assert "Authorization header" in message
 
 
+@pytest.mark.usefixtures("collect_abandoned_generators")
 async def test_a_failing_server_says_its_status(
     caplog: pytest.LogCaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -219,3 +241,29 @@ async def test_loopback_authorize_receives_the_redirect() -> None:
         nursery.start_soon(run)
     assert opened == ["https://as/authorize?x=1"]
     assert got == [f"http://localhost:{port}/callback?code=c1&state=s1"]
+
+
+class _Stamp(httpx2.Auth):
+    """An auth of the user's own: it stamps a header on every request."""
+
+    def auth_flow(self, request: httpx2.Request) -> Any:
+        request.headers["X-Stamp"] = "mine"
+        yield request
+
+
+@pytest.mark.usefixtures("collect_abandoned_generators")
+async def test_an_auth_of_ones_own_is_used(http_server: tuple[str, Any]) -> None:
+    url, _proc = http_server
+    config = HttpServerConfig(url, auth=_Stamp())
+    async with open_mcp_tools({"test": config}) as tools:
+        (tool,) = [t for t in tools if t.name == "mcp__test__header"]
+        out = await tool.run({"name": "X-Stamp"}, ToolContext("t", tool.name, report=print))
+    assert out.content == "mine"
+
+
+@pytest.mark.usefixtures("collect_abandoned_generators")
+async def test_an_auth_that_is_not_one_fails_the_server(caplog: pytest.LogCaptureFixture) -> None:
+    config = HttpServerConfig("http://127.0.0.1:9/mcp", auth="token")
+    async with open_mcp_tools({"test": config}) as tools:
+        assert tools == []
+    assert "auth must be an httpx2.Auth, not str" in caplog.text

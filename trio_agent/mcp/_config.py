@@ -122,6 +122,9 @@ class HttpServerConfig:
     )
     timeout: float | None = attrs.field(default=None, validator=_check_timeout)
     oauth: OAuthSettings = attrs.field(factory=OAuthSettings)
+    #: An ``httpx2.Auth`` to use instead of the OAuth built from *oauth* (not from
+    #: JSON): e.g. the SDK's ``IdentityAssertionOAuthProvider`` for cross-app access.
+    auth: object | None = attrs.field(default=None, repr=False)
 
 
 ServerConfig: TypeAlias = StdioServerConfig | HttpServerConfig

@@ -117,7 +117,11 @@ async def _http(server: Server, config: HttpServerConfig) -> AsyncGenerator[Any]
     # The SDK's default timeouts (30 s, reads 300 s: a response may stay open).
     timeout = httpx2.Timeout(30.0, read=300.0)
     auth: httpx2.Auth | None = None
-    if not any(k.lower() == "authorization" for k in config.headers):
+    if config.auth is not None:
+        if not isinstance(config.auth, httpx2.Auth):
+            raise TypeError(f"auth must be an httpx2.Auth, not {type(config.auth).__name__}")
+        auth = config.auth
+    elif not any(k.lower() == "authorization" for k in config.headers):
         # OAuth acts only on a 401/403; a static Authorization header is the user's choice.
         auth = await oauth_provider(
             server.name,
@@ -287,7 +291,7 @@ class Server:
         if isinstance(oauth, NeedsAuthorization):
             return f"{said}: {oauth}"
         how = str(NeedsAuthorization(self.name)).removeprefix("needs authorization: ")
-        detail = f" (OAuth: {oauth})" if oauth is not None else ""
+        detail = f" (OAuth: {oauth})" if oauth is not None else f" ({_describe(exc)})"
         return f"{said}: needs authorization{detail}; {how}"
 
     def close(self) -> None:

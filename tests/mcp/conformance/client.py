@@ -8,8 +8,10 @@ server's entry is a ``.mcp.json`` entry, ``oauth`` included), calls the tool the
 scenario expects through the ``Tool`` value, and exits 0, or 1 when the server
 failed to start. The only scenario-specific code is the user's part: the
 authorization step fetches the authorization URL and reads the redirect (the
-suite's authorization server approves at once), and the elicitation answer
-accepts (the library fills in the schema's defaults). Tokens go to a fresh
+suite's authorization server approves at once), the elicitation answer accepts
+(the library fills in the schema's defaults), and cross-app access (an
+enterprise IdP's token, an extension) is the SDK's provider given as the entry's
+``auth``. Tokens go to a fresh
 temporary directory (the real file storage).
 """
 
@@ -22,9 +24,11 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import httpx2
 import trio
+from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 
 from trio_agent import ToolContext
 from trio_agent.mcp import (
@@ -32,6 +36,7 @@ from trio_agent.mcp import (
     ElicitationAnswer,
     ElicitationRequest,
     FileTokenStorage,
+    HttpServerConfig,
     open_mcp_tools,
 )
 
@@ -81,8 +86,50 @@ def entry(url: str, scenario: str) -> dict[str, Any]:
     return {"type": "http", "url": url, "oauth": oauth}
 
 
+async def cross_app_access(url: str, store: FileTokenStorage) -> HttpServerConfig:
+    """SEP-990: the user's IdP ID token is exchanged at the IdP for an ID-JAG
+    (RFC 8693), which the SDK's provider presents as a JWT-bearer grant (RFC 7523).
+    The authorization server's issuer is configuration here; the suite does not
+    give it, so it is read from the server's protected-resource metadata."""
+    context: dict[str, Any] = json.loads(os.environ["MCP_CONFORMANCE_CONTEXT"])
+    parsed = urlparse(url)
+    prm = f"{parsed.scheme}://{parsed.netloc}/.well-known/oauth-protected-resource{parsed.path}"
+    async with httpx2.AsyncClient() as http:
+        issuer = (await http.get(prm)).raise_for_status().json()["authorization_servers"][0]
+
+    async def id_jag(audience: str, resource: str) -> str:
+        async with httpx2.AsyncClient() as http:
+            answer = await http.post(
+                context["idp_token_endpoint"],
+                data={
+                    "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                    "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                    "subject_token": context["idp_id_token"],
+                    "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+                    "audience": audience,
+                    "resource": resource,
+                    "client_id": context["idp_client_id"],
+                },
+            )
+        return answer.raise_for_status().json()["access_token"]
+
+    provider = IdentityAssertionOAuthProvider(
+        server_url=url,
+        storage=store,
+        client_id=context["client_id"],
+        client_secret=context["client_secret"],
+        issuer=issuer,
+        assertion_provider=id_jag,
+        token_endpoint_auth_method="client_secret_basic",
+    )
+    return HttpServerConfig(url, auth=provider)
+
+
 async def main(url: str, scenario: str, state: Path) -> int:
-    servers = {"conformance": entry(url, scenario)}
+    servers: dict[str, Any] = {"conformance": entry(url, scenario)}
+    if scenario == "auth/cross-app-access-complete-flow":
+        store = FileTokenStorage(state / "conformance.json")
+        servers["conformance"] = await cross_app_access(url, store)
     async with open_mcp_tools(
         servers,
         elicit=elicit,
