@@ -107,3 +107,9 @@ print(help.getvalue().replace("\\n", " "))
     assert "._agent" in imported
     assert imported & others == set()
     assert all(f" {name} " in listing for name in COMMANDS)
+
+
+def test_the_version_printed_is_the_installed_distributions() -> None:
+    import importlib.metadata
+
+    assert importlib.metadata.version("trio-agent") == trio_agent.__version__

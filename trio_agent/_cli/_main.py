@@ -49,8 +49,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _VersionAction(argparse.Action):
-    """``--version``, whose version is looked up only when asked for (the lookup
-    imports ``importlib.metadata``, ~60 ms that no command needs)."""
+    """``--version``, as argparse's own, without formatting the version for a
+    parser that is not asked for it."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         kwargs.update(nargs=0, default=argparse.SUPPRESS)
@@ -62,12 +62,10 @@ class _VersionAction(argparse.Action):
 
 
 def _version() -> str:
-    import importlib.metadata  # ~3 ms, which only --version and --help need
-
-    try:
-        return importlib.metadata.version("trio-agent")
-    except importlib.metadata.PackageNotFoundError:  # run from a source tree
-        return __version__
+    """The package's version: ``trio_agent.__version__``, which is the installed
+    distribution's (tests/cli/test_cli_startup.py checks), without the ~60 ms of CPU
+    ``importlib.metadata`` costs to import."""
+    return __version__
 
 
 #: Every command: its name -> its module and the function there that registers it on
