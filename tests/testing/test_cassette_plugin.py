@@ -69,6 +69,11 @@ async def test_weather_agent(cassette: Any, cassette_clock: Any) -> None:
         assert cassette.model is not None
         assert len(cassette.model.requests) == 2
         assert cassette.model.tool_mode == "replay"
+        assert cassette.model.cassette is not None
+        # the tool was timed when recorded (it sleeps 0.1 s); its replay took as long
+        duration = cassette.model.cassette.tool_outputs["toolu_w"].duration
+        assert duration is not None
+        assert duration >= 0.1
 
 
 def contextlib_server(recording: bool) -> Any:
@@ -254,3 +259,59 @@ def test_the_readme_example_records_then_replays(
     assert replay.model is not None
     assert len(replay.model.requests) == 2
     assert replay.model.tool_mode == "replay"
+
+
+def test_a_replayed_tool_takes_as_long_as_it_did(tmp_path: Path) -> None:
+    """Recorded in real time through the fixture (the tool timed), replayed with
+    tools="replay" in virtual time: the same timeline, the tool's run as long."""
+    import trio.testing
+
+    from trio_agent._cli._timeline import TurnRecorder, instrument
+    from trio_agent.testing._pytest_plugin import CassetteFixture
+
+    path = tmp_path / "timed.json"
+
+    @tool
+    async def slow(city: str) -> str:
+        "Slow."
+        await trio.sleep(0.3)
+        return "done"
+
+    answers = [
+        ScriptedAnswer(
+            blocks=[ToolUseBlock("toolu_s", "slow", {"city": "x"})], stop_reason="tool_use"
+        ),
+        ScriptedAnswer(blocks=[TextBlock("ok")]),
+    ]
+
+    async def turn(fixture: CassetteFixture, url: str) -> TurnRecorder:
+        recorder = TurnRecorder(trio.current_time)
+        real = AnthropicClient(api_key="k", base_url=url, retry=RetryPolicy.never())
+        async with fixture.client(real) as client:
+            tools = instrument(fixture.tools([slow]), recorder)
+            session = Session(client, tools, model="claude-test")
+            async with session.submit("go") as events:
+                async for event in events:
+                    recorder.feed(event)
+        return recorder
+
+    async def record() -> TurnRecorder:
+        async with serve_scripted_model(ScriptedModel(answers)) as url:
+            return await turn(CassetteFixture(path, recording=True, tool_mode="run"), url)
+
+    recorded = trio.run(record)
+    data = json.loads(path.read_text())
+    duration = data["tool_outputs"]["toolu_s"]["duration"]
+    assert duration >= 0.3
+
+    fixture = CassetteFixture(path, recording=False, tool_mode="replay")
+    replayed = trio.run(
+        turn, fixture, "http://127.0.0.1:9", clock=trio.testing.MockClock(autojump_threshold=0)
+    )
+    fixture.check()
+    row = replayed.tools["toolu_s"]
+    assert row.started_at is not None
+    assert row.ended_at is not None
+    assert row.ended_at - row.started_at == pytest.approx(duration, abs=1e-9)
+    shape = [[w for _, w in r.timeline(c)] for r in (recorded,) for c in r.calls]
+    assert [[w for _, w in replayed.timeline(c)] for c in replayed.calls] == shape

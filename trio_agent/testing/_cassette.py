@@ -267,10 +267,16 @@ class Interaction:
 
 @attrs.frozen
 class ToolReplay:
-    """A tool call's recorded output: the content its result carried to the model."""
+    """A tool call's recorded output: the content its result carried to the model.
+
+    Attributes:
+        duration: how long the tool ran (seconds), when it was timed (the ``cassette``
+            fixture times the tools it hands out); a replayed tool takes as long.
+    """
 
     content: str | tuple[Any, ...]
     is_error: bool = False
+    duration: float | None = None
 
 
 def _chunk_json(data: bytes) -> str | dict[str, str]:
@@ -386,6 +392,7 @@ class Cassette:
             "tool_outputs": {
                 k: {"content": list(v.content) if isinstance(v.content, tuple) else v.content}
                 | ({"is_error": True} if v.is_error else {})
+                | ({"duration": v.duration} if v.duration is not None else {})
                 for k, v in self.tool_outputs.items()
             },
         }
@@ -433,7 +440,12 @@ class Cassette:
                 content = tuple(cast("list[Any]", content))
             elif not isinstance(content, str):
                 raise CassetteError(f"tool_outputs.{key}.content: a string or a list of blocks")
-            outputs[key] = ToolReplay(content, bool(value.get("is_error", False)))
+            duration = value.get("duration")
+            outputs[key] = ToolReplay(
+                content,
+                bool(value.get("is_error", False)),
+                None if duration is None else _number(duration, f"tool_outputs.{key}.duration"),
+            )
         return cls(protocol, tuple(interactions), outputs)
 
     @classmethod
@@ -479,6 +491,7 @@ class Cassette:
     def replay_tools(self, tools: Sequence[Tool]) -> list[Tool]:
         """*tools* answering each call with its recorded output instead of running.
 
+        A timed call takes as long as it did (in virtual time, at once for the test).
         A call the cassette holds no output for raises :class:`CassetteMismatch`
         (its result is then the tool's error).
         """
@@ -489,6 +502,8 @@ class Cassette:
                 found = self.tool_outputs.get(ctx.tool_use_id)
                 if found is None:
                     raise CassetteMismatch(-1, f"tool_outputs.{ctx.tool_use_id}", None, dict(input))
+                if found.duration:
+                    await trio.sleep(found.duration)
                 if isinstance(found.content, str):
                     content: Any = found.content
                 else:
@@ -558,12 +573,31 @@ def _redact_response(headers: httpx.Headers) -> tuple[tuple[str, str], ...]:
 
 
 @final
-class _Recorder:
-    """Collects the interactions of one :func:`record` block."""
+class Recorder:
+    """Collects the interactions of one :func:`record` block (and, for the tools that
+    :meth:`timed` wrapped, how long each call ran)."""
 
-    def __init__(self, protocol: Protocol) -> None:
+    def __init__(self, protocol: Protocol = "anthropic") -> None:
         self.protocol: Protocol = protocol
         self.interactions: list[Interaction | None] = []
+        self.durations: dict[str, float] = {}
+
+    def timed(self, tools: Sequence[Tool]) -> list[Tool]:
+        """*tools* whose runs are timed into the cassette, by tool use id."""
+
+        def wrap(tool: Tool) -> Tool:
+            inner = tool.run
+
+            async def run(input: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
+                start = trio.current_time()
+                try:
+                    return await inner(input, ctx)
+                finally:
+                    self.durations[ctx.tool_use_id] = round(trio.current_time() - start, 6)
+
+            return attrs.evolve(tool, run=run)
+
+        return [wrap(t) for t in tools]
 
     def slot(self) -> int:
         self.interactions.append(None)
@@ -575,6 +609,9 @@ class _Recorder:
         for interaction in done:
             for key, value in _tool_outputs(interaction.request.body).items():
                 outputs.setdefault(key, value)
+        for key, duration in self.durations.items():
+            if key in outputs:
+                outputs[key] = attrs.evolve(outputs[key], duration=duration)
         return Cassette(self.protocol, tuple(done), outputs)
 
 
@@ -631,7 +668,7 @@ class _RecordingStream(httpx.AsyncByteStream):
 
 @final
 class _RecordingTransport(httpx.AsyncBaseTransport):
-    def __init__(self, inner: httpx.AsyncBaseTransport, recorder: _Recorder) -> None:
+    def __init__(self, inner: httpx.AsyncBaseTransport, recorder: Recorder) -> None:
         self._inner = inner
         self._recorder = recorder
 
@@ -729,7 +766,23 @@ async def record(
     Raises:
         TypeError: *client* is not an AnthropicClient or an OpenAIClient.
     """
-    recorder = _Recorder(_protocol_of(client))
+    async with recording(client, path, transport=transport) as (clone, _):
+        yield clone
+
+
+@asynccontextmanager
+async def recording(
+    client: C,
+    path: str | os.PathLike[str],
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    recorder: Recorder | None = None,
+) -> AsyncGenerator[tuple[C, Recorder]]:
+    """:func:`record`, yielding the :class:`Recorder` too (the pytest plugin times the
+    tools through it)."""
+    if recorder is None:
+        recorder = Recorder()
+    recorder.protocol = _protocol_of(client)
     connect = cast("float", client.connect_timeout)  # pyright: ignore[reportAttributeAccessIssue]
     inner = transport if transport is not None else httpx.AsyncHTTPTransport()
     http = httpx.AsyncClient(
@@ -738,6 +791,6 @@ async def record(
     )
     try:
         async with http:
-            yield cast("C", clone_client(client, http))
+            yield cast("C", clone_client(client, http)), recorder
     finally:
         recorder.cassette().save(path)

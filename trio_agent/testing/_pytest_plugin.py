@@ -91,10 +91,13 @@ class CassetteFixture:
     """
 
     def __init__(self, path: Path, *, recording: bool, tool_mode: ToolMode) -> None:
+        from ._cassette import Recorder
+
         self.path = path
         self.recording = recording
         self.tool_mode: ToolMode = tool_mode
         self.model: ScriptedModel | None = None
+        self._recorder = Recorder()
 
     def __repr__(self) -> str:
         mode = "recording" if self.recording else "replaying"
@@ -111,13 +114,13 @@ class CassetteFixture:
         """
         import httpx
 
-        from ._cassette import clone_client, record
+        from ._cassette import clone_client, recording
         from ._scripted import ScriptedModel
 
         client = real() if callable(real) else real
         if self.recording:
-            async with record(client, self.path) as recording:
-                yield recording
+            async with recording(client, self.path, recorder=self._recorder) as (clone, _):
+                yield clone
             return
         if not self.path.exists():
             raise FileNotFoundError(
@@ -128,10 +131,13 @@ class CassetteFixture:
             yield clone_client(client, http)
 
     def tools(self, tools: Sequence[Tool]) -> list[Tool]:
-        """The tools for the test: *tools*, or (replaying with ``tools="replay"``) tools
-        answering each call with its recorded output."""
-        if self.recording or self.model is None:
-            if not self.recording and self.tool_mode == "replay":
+        """The tools for the test: recording, *tools* timed (each call's run time goes
+        into the cassette); replaying, *tools*, or with ``tools="replay"`` tools
+        answering each call with its recorded output, taking as long as it did."""
+        if self.recording:
+            return self._recorder.timed(tools)
+        if self.model is None:
+            if self.tool_mode == "replay":
                 raise RuntimeError("enter cassette.client(...) before asking for its tools")
             return list(tools)
         return self.model.tools(tools)
