@@ -333,14 +333,17 @@ def _word(node: tree_sitter.Node, data: bytes) -> _Word:
     if kind == "translated_string":
         return _word(node.children[-1], data) if node.children else _Word(None)
     if kind == "string":
-        parts: list[str] = []
+        # Literal only when every child is content; the value is everything between the
+        # quotes, not the children joined: tree-sitter leaves a newline inside the quotes
+        # between two string_content nodes, and joining them dropped it ("true<NL>rm" read
+        # as one word, truerm, where eval runs two commands).
         for child in node.children:
-            if child.type == '"':
-                continue
-            if child.type != "string_content":
+            if child.type not in ('"', "string_content"):
                 return _Word(None)
-            parts.append(_unescape_double(_text(child, data)))
-        return _Word("".join(parts))
+        if node.end_byte - node.start_byte < 2 or data[node.end_byte - 1] != ord('"'):
+            return _Word(None)
+        inner = data[node.start_byte + 1 : node.end_byte - 1].decode("utf-8", "replace")
+        return _Word(_unescape_double(inner))
     if kind == "concatenation":
         values: list[str] = []
         special = False

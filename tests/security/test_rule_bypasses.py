@@ -92,6 +92,12 @@ DELETES_X = [
     "r{m,} -rf x",
     "sh -c -- 'rm -rf x'",
     "bash -c -e 'rm -rf x'",
+    # A newline inside double quotes separates two commands for eval and sh -c (the
+    # analyzer once joined the quoted parts around it into one word, truerm).
+    'eval "true\nrm -rf x"',
+    'bash -c "true\n\nrm -rf x"',
+    'sh -c "\nrm -rf x"',
+    'eval "true\n  rm -rf x"',
     # Held before too (kept as a regression).
     "PATH=/nonexistent:$PATH; rm -rf x",
 ]
@@ -215,6 +221,7 @@ NESTINGS: list[Callable[[str], str]] = [
     lambda c: f"eval {_dq(c)}",
     lambda c: f"sh -c {shlex.quote(c)}",
     lambda c: f"bash -c {_dq(c)}",
+    lambda c: f"eval {_dq('true' + chr(10) + c)}",  # a newline inside double quotes
     lambda c: f"bash -ec {shlex.quote(c)}",
     lambda c: f"dash -c {shlex.quote(c)} name",
     lambda c: f"bash -c -- {shlex.quote(c)}",
