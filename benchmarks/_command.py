@@ -258,9 +258,15 @@ def claude_code() -> tuple[Path | None, str]:
         if done.returncode != 0 or not claude.exists():
             why = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no claude"]
             return None, f"npm install {CLAUDE_CODE} failed: {why[0]}"
-    version = subprocess.run(
-        [str(claude), "--version"], capture_output=True, text=True, timeout=60, check=False
-    )
+    with tempfile.TemporaryDirectory(prefix="bench-claude-home-") as home:
+        version = subprocess.run(
+            [str(claude), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=_claude_env(home),  # no auto-update of the binary in the background
+        )
     if version.returncode != 0:
         return None, f"claude --version failed: {version.stderr.strip()[-200:]}"
     return claude, version.stdout.strip()
