@@ -247,3 +247,65 @@ def test_no_settings_no_hooks(tmp_path: Path) -> None:
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.json").write_text("{not json")
     assert claude_code_hooks(str(tmp_path), home=str(tmp_path / "x")) is None
+
+
+async def test_exit_2_blocks_a_prompt_and_the_end_of_a_turn(tmp_path: Path) -> None:
+    block = "import sys\nprint('not now', file=sys.stderr)\nsys.exit(2)\n"
+    log = (
+        "import json, sys\nevent = json.load(sys.stdin)\n"
+        f"open({str(tmp_path / 'events.jsonl')!r}, 'a').write(json.dumps(event) + '\\n')\n"
+    )
+    write_settings(
+        tmp_path,
+        {
+            "UserPromptSubmit": [{"hooks": script_hook(tmp_path, "block", block)}],
+            "Stop": [{"hooks": script_hook(tmp_path, "block2", block)}],
+            "SubagentStop": [{"hooks": script_hook(tmp_path, "log", log)}],
+            "PreCompact": [{"hooks": script_hook(tmp_path, "log2", log)}],
+        },
+    )
+    hooks = claude_code_hooks(
+        str(tmp_path), home=str(tmp_path / "nohome"), transcript_path="t.jsonl"
+    )
+    assert hooks is not None
+    assert hooks.user_prompt_submit is not None
+    assert hooks.stop is not None
+    assert hooks.subagent_stop is not None
+    assert hooks.pre_compact is not None
+    from trio_agent import Deny, StopHookResult
+
+    assert await hooks.user_prompt_submit(UserMessage("hi")) == Deny("not now")
+    assert await hooks.stop((), stop_hook_active=False) == StopHookResult(
+        block=True, message="not now"
+    )
+    assert await hooks.subagent_stop("researcher", (), stop_hook_active=True) is None
+    await hooks.pre_compact(())
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [e["hook_event_name"] for e in events] == ["SubagentStop", "PreCompact"]
+    assert events[0]["stop_hook_active"] is True
+    assert events[0]["agent_type"] == "researcher"
+    assert events[0]["transcript_path"] == "t.jsonl"
+    assert events[1]["trigger"] == "auto"
+
+
+async def test_matchers_select_the_tools(tmp_path: Path) -> None:
+    deny = 'import json\nprint(json.dumps({"decision": "block", "reason": "no edits"}))\n'
+    write_settings(
+        tmp_path,
+        {"PreToolUse": [{"matcher": "Edit|Write", "hooks": script_hook(tmp_path, "d", deny)}]},
+    )
+    hooks = claude_code_hooks(str(tmp_path), home=str(tmp_path / "nohome"))
+    assert hooks is not None
+    from trio_agent import Deny
+
+    assert await call_of(hooks, "Bash", {"command": "ls"}) is None  # not matched: not run
+    from trio_agent import ToolContext, tool
+
+    @tool
+    async def Write(file_path: str) -> str:
+        """Write."""
+        return ""
+
+    assert hooks.pre_tool_use is not None
+    call = ToolCall(Write, {"file_path": "a"}, ToolContext("t1", "Write"))
+    assert await hooks.pre_tool_use(call) == Deny("no edits")
