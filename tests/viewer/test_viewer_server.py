@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -406,3 +407,18 @@ def test_a_directory_is_walked_and_each_file_read_once_until_it_changes(tmp_path
     again = source.read(files[0])
     assert again is not first
     assert [i.text for i in again.items] == ["q", "more"]
+
+
+def test_the_view_command_says_when_its_port_is_taken(
+    transcript: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trio_agent._cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["view", str(transcript), "--port", str(port), "--no-open"]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}" in err
+    assert "--port 0 takes any free port" in err

@@ -42,7 +42,9 @@ def add_view_command(subparsers: Any) -> None:
         default=None,
         help="also list the durable sessions of this database (read only)",
     )
-    view.add_argument("--port", type=int, default=DEFAULT_PORT, help="0: any free port")
+    view.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="the port on 127.0.0.1 (0: any free one)"
+    )
     view.add_argument("--no-open", action="store_true", help="print the URL, open no browser")
     view.set_defaults(handler=_view)
 
@@ -60,7 +62,14 @@ async def _view(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     library = Library(args.paths or ["."], database)
     try:
         async with trio.open_nursery() as nursery:
-            url: str = await nursery.start(_serve, serve_viewer, library, args.port)
+            try:
+                url: str = await nursery.start(_serve, serve_viewer, library, args.port)
+            except OSError as exc:
+                err.write(
+                    f"trio-agent: error: cannot listen on 127.0.0.1:{args.port}:"
+                    f" {exc.strerror or exc} (--port 0 takes any free port)\n"
+                )
+                return 1
             out.write(f"trio-agent view: {url}/ (Ctrl+C to stop)\n")
             out.flush()
             if not args.no_open and sys.stdout.isatty():

@@ -195,6 +195,8 @@ async def serve_viewer(
     """
     from hypercorn.config import Config
 
+    if port:
+        _check_free(port)
     app = ViewerApp(library)
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
@@ -207,6 +209,16 @@ async def serve_viewer(
         bound = binds[0]
         app.allow_port(int(bound.rsplit(":", 1)[1]))
         task_status.started(bound)
+
+
+def _check_free(port: int) -> None:
+    """Raise the OSError binding 127.0.0.1:*port* would (hypercorn leaks the socket of
+    a failed bind: the check is made here first, the same way it binds)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
 
 
 async def _serve(app: ViewerApp, config: Any, task_status: trio.TaskStatus[list[str]]) -> None:
