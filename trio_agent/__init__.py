@@ -20,11 +20,13 @@ checks it, see ``[tool.importlinter]`` in pyproject.toml)::
                   (_state.py, _recovery.py), TurnControl, PermissionRules
     _session/     Layer 4: Session (history, usage, interrupt/abort), the transcript
     _cli/         the trio-agent command: demo, run, chat, replay, stream, worker,
-                  submit; the live view
+                  submit, view; the live view
+    _viewer/      trio-agent view: sessions as local, read-only web pages (the view extra)
     lowlevel.py   the public face for what most programs never touch: the accumulator,
                   the stream items, the transcript writer, Messages API JSON to values
     tools/        the built-in tools (public)
-    testing/      the scripted model and the property-based harness (public)
+    testing/      the scripted model, the property-based harness, cassettes (record and
+                  replay) and the pytest plugin (public)
     mcp/          MCP servers as tools (the mcp extra)
     durable/      durable turns over DBOS, workers (the durable extra)
     otel/         OpenTelemetry GenAI spans (the otel extra)
