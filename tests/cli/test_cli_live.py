@@ -1,8 +1,8 @@
 """The live view on a real terminal (a pty), and what ``--json`` and the timeline say
 (issue 26, item 8).
 
-- ``run`` on a terminal shows its tool calls live (state, time) under the text, and
-  leaves the plain lines on the screen when the turn ends;
+- ``run`` and ``chat`` on a terminal show their tool calls live (state, time) under
+  the text, and leave the plain lines on the screen when the turn ends;
 - ``run --json`` has a ``ToolStarted`` line when a tool starts, and a time on every
   line, as ``demo --json`` does;
 - in the demo the Write call has its row while its input still streams; at 160
@@ -71,6 +71,28 @@ async def test_run_on_a_terminal_shows_its_tool_calls_live(cli: Any, tmp_path: P
     assert '  → Bash({"command": "cat gate"})' in screen
     assert "  ✓ go" in screen
     assert "The gate said go." in screen
+    assert len(model.requests) == 2
+
+
+async def test_chat_on_a_terminal_shows_its_tool_calls_live(cli: Any, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    model = gated_model()
+    env = cli.env(TERM="xterm", COLUMNS="100", XDG_STATE_HOME=str(tmp_path / "state"))
+    with trio.fail_after(DEADLINE):
+        async with serve_scripted_model(model) as url:
+            argv = ["chat", "--base-url", url, "--allow", "Bash", "--workspace", str(tmp_path)]
+            async with cli.terminal(argv, env=env) as term:
+                at = await term.until("> ")
+                await term.type("wait for the gate\r")
+                at = await term.until("latest output", after=at)
+                at = await term.until("executing", after=at)
+                await trio.to_thread.run_sync(gate.write_text, "go\n")
+                at = await term.until("The gate said go.", after=at)
+                at = await term.until("> ", after=at)
+                await term.type("/exit\r")
+                assert await term.process.wait() == 0
+    assert "  ✓ go" in plain(term.text)
     assert len(model.requests) == 2
 
 
