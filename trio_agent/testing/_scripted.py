@@ -186,6 +186,10 @@ class ScriptedModel:
             model = ScriptedModel.from_cassette("tests/cassettes/fix_bug.json")
             session = Session(model.client(), model.tools(tools), model="claude-sonnet-5-5")
 
+        An OpenAI cassette needs a client of the recorded kind (:meth:`client` makes an
+        Anthropic one): ``clone_client(OpenAIClient(api_key="x"),
+        httpx.AsyncClient(transport=model.transport()))``.
+
         Raises:
             CassetteError: the file is not a cassette.
             ValueError: *tools* is neither ``"run"`` nor ``"replay"``.
