@@ -7,6 +7,7 @@ reads results; any worker sharing the database runs them.
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final, cast, final
@@ -19,8 +20,18 @@ from .. import Message, PermissionDecision, TurnEndReason, Usage
 from .._session import check_session_id
 from ._approvals import approvals_to_json
 from ._errors import DurableError
-from ._store import SqlSessionStore, engine_url
-from ._worker import APP_NAME, APP_VERSION, QUEUE, WORKFLOW, default_database_url
+from ._store import SqlSessionStore, engine_url, tune_sqlite
+from ._worker import (
+    APP_NAME,
+    APP_VERSION,
+    QUEUE,
+    WORKFLOW,
+    await_ending,
+    default_database_url,
+    forget_ending,
+    serves,
+    wake_queue,
+)
 
 __all__ = ["DurableClient", "TurnHandle", "TurnSummary"]
 
@@ -29,6 +40,8 @@ _POLL: Final = 0.05  # seconds between looks at a turn's status, at most
 #: and starts again when the status changes (the turn dequeued: it may end soon).
 _POLL_FIRST: Final = 0.002
 _POLL_GROWTH: Final = 1.5
+#: Seconds between looks once a worker in this process said the turn ended.
+_POLL_ENDING: Final = 0.001
 _WATCH: Final = 1.0  # seconds between looks at the workers' heartbeats
 _DB_ATTEMPTS: Final = 5  # failed reads of the database in a row before giving up
 #: Seconds a waiting client tolerates with no worker heartbeating (the default lease, twice).
@@ -133,21 +146,38 @@ class TurnHandle:
                 no worker heartbeats; the database cannot be read.
         """
         clock = time.monotonic
+        # A worker in this process sets it as the turn ends: then look at once.
+        ending = await_ending(self.turn_id)
+        try:
+            return self._wait(clock, ending, no_worker_timeout, on_no_worker)
+        finally:
+            forget_ending(self.turn_id)
+
+    def _wait(
+        self,
+        clock: Callable[[], float],
+        ending: threading.Event,
+        no_worker_timeout: float,
+        on_no_worker: Callable[[], None] | None,
+    ) -> TurnSummary:
         beats: dict[str, tuple[int, float]] | None = None
         started = alive_at = watched_at = clock()
         failures = 0
-        handle: WorkflowHandle[Any] | None = None
         status = last = ""
-        delay = _POLL_FIRST
+        # With a worker in this process, its ending event says when to look (a turn run
+        # by another process is still seen, at the queue's pace); else poll fast first.
+        local = serves(self._client.url)
+        first = _POLL if local else _POLL_FIRST
+        delay = first
         while True:
             try:
-                if handle is None:
-                    handle = self._retrieve()
-                status = self._status(handle)
+                status = self._client.store.workflow_status(self.turn_id) or ""
+                if not status:
+                    raise DurableError(f"there is no turn {self.turn_id}")
                 if status not in _ACTIVE:
                     break
                 if status != last:
-                    last, delay = status, _POLL_FIRST
+                    last, delay = status, first
                 if clock() - watched_at >= _WATCH:
                     watched_at = clock()
                     now = self._client.store.workers()
@@ -175,10 +205,12 @@ class TurnHandle:
                     f"turn {self.turn_id} is still {status}: no worker has heartbeated for"
                     f" {no_worker_timeout:g} s (is one running on this database?)"
                 )
-            time.sleep(delay)
-            delay = min(_POLL, delay * _POLL_GROWTH)
+            if ending.is_set():  # the workflow returned: DBOS is recording its end
+                time.sleep(_POLL_ENDING)
+            elif not ending.wait(delay):  # set while waiting: look at once
+                delay = min(_POLL, delay * _POLL_GROWTH)
         try:
-            record: Any = handle.get_result(polling_interval_sec=_POLL)
+            record: Any = self._retrieve().get_result(polling_interval_sec=_POLL)
         except Exception as exc:
             raise DurableError(f"turn {self.turn_id} failed: {exc!r}") from exc
         if not isinstance(record, Mapping):
@@ -230,6 +262,8 @@ class DurableClient:
     dbos: DBOSClient
     store: SqlSessionStore
     agent: str
+    #: The database URL as given.
+    url: str = ""
 
     @classmethod
     def connect(cls, database_url: str | None = None, *, agent: str) -> DurableClient:
@@ -242,6 +276,7 @@ class DurableClient:
             dbos = DBOSClient(
                 system_database_url=url, application_name=APP_NAME, retry_connection_errors=False
             )
+            tune_sqlite(dbos._sys_db.engine)  # pyright: ignore[reportPrivateUsage]
         except Exception as exc:
             raise DurableError(f"cannot connect to {_safe(url)}: {exc}") from exc
         try:
@@ -249,7 +284,7 @@ class DurableClient:
         except BaseException:
             dbos.destroy()
             raise
-        return cls(dbos, store, agent)
+        return cls(dbos, store, agent, url)
 
     def submit(
         self,
@@ -292,6 +327,7 @@ class DurableClient:
             ).get_workflow_id()
         except Exception as exc:
             raise DurableError(f"cannot enqueue the turn: {exc}") from exc
+        wake_queue(self.url)  # a worker in this process starts it now, not at its next poll
         return TurnHandle(turn_id, client=self)
 
     def history(self, session_id: str) -> tuple[Message, ...]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import hashlib
 import json
 from collections import Counter
@@ -44,6 +45,7 @@ from ..lowlevel import (
     message_from_api,
 )
 from ._store import SqlSessionStore
+from ._writer import RecordWriter
 
 __all__ = ["TurnJournal", "current_turn_id", "idempotency_key"]
 
@@ -133,6 +135,9 @@ class TurnJournal:
     _ranks: Counter[str] = attrs.field(factory=Counter[str])
     _keys: dict[str, str] = attrs.field(factory=dict[str, str])
     _nested: dict[str, _Nested] = attrs.field(factory=dict[str, _Nested])
+    #: Writes the records behind the turn (:mod:`._writer`); None: each record is
+    #: written before the turn goes on.
+    writer: RecordWriter | None = None
 
     def bind(self) -> None:
         """Make this the calling task's turn (its tools inherit it): :func:`current_turn_id`
@@ -147,9 +152,17 @@ class TurnJournal:
 
     async def _record(self, key: str, value: Any) -> None:
         self.recorded[key] = value
+        if self.writer is not None:  # written behind the turn, in order
+            self.writer.add(key, value)
+            return
         # Shielded: once the work is done its record must land, or it runs again.
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(self.store.record, self.turn_id, key, value)
+
+    async def flushed(self) -> None:
+        """Wait until every record made so far is written (at once without a writer)."""
+        if self.writer is not None:
+            await self.writer.flush()
 
     def client(self, inner: ModelClient) -> ModelClient:
         """*inner* with each answer recorded, and answered from the record when the turn
@@ -160,7 +173,7 @@ class TurnJournal:
         return _JournaledClient(inner, self)
 
     def tools(self, tools: Sequence[Tool]) -> list[Tool]:
-        return [attrs.evolve(t, run=self._wrap(t)) for t in tools]
+        return [_with_run(t, self._wrap(t)) for t in tools]
 
     def _wrap(self, tool: Tool) -> Any:
         run = tool.run
@@ -234,6 +247,19 @@ class TurnJournal:
         self.calls = index + 1
 
 
+def _with_run(tool: Tool, run: Any) -> Tool:
+    """*tool* with another ``run``, keeping its compiled schema validator.
+
+    ``attrs.evolve`` would build the tool anew and check its JSON schema again, for
+    every tool of every durable turn (the largest single CPU cost of the benchmark's
+    durable turn under a profiler). A copy with the one field replaced keeps
+    everything else, validator included (same schema).
+    """
+    new = copy.copy(tool)
+    object.__setattr__(new, "run", run)  # a frozen class: set on the fresh copy only
+    return new
+
+
 def _assistant(data: Mapping[str, Any]) -> AssistantMessage:
     message = message_from_api(data)
     assert isinstance(message, AssistantMessage)
@@ -283,6 +309,7 @@ class _JournaledRecoverableClient:
         index, answer = self.journal.next_call()
         if answer is not None:
             return StreamResult(answer, ttft=None, statistics=StreamStatistics())
+        await self.journal.flushed()
         result = await self.inner.create(**request, on_retry=on_retry)
         await self.journal.record_answer(index, result.message)
         return result
@@ -303,6 +330,7 @@ async def _recorded(
     index: int,
     on_retry: RetryObserver | None = None,
 ) -> AsyncGenerator[StreamItem]:
+    await journal.flushed()  # what the answer follows is recorded before it is asked
     opened = (
         inner.stream(**request)
         if on_retry is None

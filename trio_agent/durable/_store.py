@@ -31,15 +31,16 @@ from typing import Any, cast, final
 import attrs
 import sqlalchemy as sa
 import sqlalchemy.exc
-from sqlalchemy.dialects import postgresql, sqlite
 from dbos._schemas import SCHEMA_PLACEHOLDER
 from dbos._schemas.system_database import SystemSchema
+from sqlalchemy import event
+from sqlalchemy.dialects import postgresql, sqlite
 
 from .. import Message, PendingApprovals, TranscriptError, TrioAgentError, repair_history
 from ..lowlevel import message_from_api
 from ._errors import DurableError
 
-__all__ = ["FencedError", "SqlSessionStore", "engine_url", "redact_url"]
+__all__ = ["FencedError", "SqlSessionStore", "engine_url", "redact_url", "tune_sqlite"]
 
 _META = sa.MetaData()
 _MESSAGES = sa.Table(
@@ -147,6 +148,37 @@ def engine_url(database_url: str) -> sa.URL:
     raise DurableError(f"unsupported database (sqlite or postgresql only): {url.drivername}")
 
 
+def tune_sqlite(engine: sa.Engine, *, wal: bool = False) -> None:
+    """On a SQLite *engine* (else nothing): each connection with ``synchronous=NORMAL``
+    and, with *wal*, the database file in WAL mode (a property of the file: every
+    process's connections then use it).
+
+    Each write transaction of a rollback journal with ``synchronous=FULL`` (SQLite's
+    default) waits for several fsyncs: 9-11 ms each on the 2-core machine the durable
+    benchmark runs on, ten of them per turn. In WAL mode with ``NORMAL`` a commit
+    waits for none (0.02 ms) and is still durable when the process dies (``kill -9``,
+    a crash): only a power cut or a crash of the machine's OS may lose the last
+    transactions, never consistency. Pooled connections are dropped, so that every
+    connection from now on is tuned.
+    """
+    if engine.dialect.name != "sqlite":
+        return
+
+    def tune(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        finally:
+            cursor.close()
+
+    if not event.contains(engine, "connect", tune):
+        event.listen(engine, "connect", tune)
+    engine.dispose()
+    if wal:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -176,6 +208,7 @@ class SqlSessionStore:
         engine = sa.create_engine(url, **kwargs)
         system_schema = None if url.get_backend_name() == "sqlite" else "dbos"
         try:
+            tune_sqlite(engine, wal=True)
             _META.create_all(engine, checkfirst=True)
         except (
             sqlalchemy.exc.IntegrityError
@@ -200,14 +233,32 @@ class SqlSessionStore:
         """The history of *session_id* and the calls of its last answer that await
         approval (None if none do); every other tool use is answered."""
         with _db(f"read session {session_id!r}"), self.engine.connect() as conn:
-            waiting = conn.execute(
-                sa.select(_PENDING.c.pending).where(_PENDING.c.session_id == session_id)
-            ).scalar()
-            rows = conn.execute(
-                sa.select(_MESSAGES.c.seq, _MESSAGES.c.message)
-                .where(_MESSAGES.c.session_id == session_id)
-                .order_by(_MESSAGES.c.seq)
-            ).all()
+            return self._load_pending(conn, session_id)
+
+    def begin_turn(
+        self, turn_id: str, session_id: str
+    ) -> tuple[dict[str, Any] | None, tuple[Message, ...], PendingApprovals | None, dict[str, Any]]:
+        """What a worker reads to run the turn *turn_id*, on one connection: its summary
+        if it was committed (then nothing else is read), else the session's history,
+        the calls awaiting approval and the turn's journal."""
+        with _db(f"read turn {turn_id}"), self.engine.connect() as conn:
+            summary = self._summary(conn, turn_id)
+            if summary is not None:
+                return summary, (), None, {}
+            history, pending = self._load_pending(conn, session_id)
+            return None, history, pending, self._journal(conn, turn_id)
+
+    def _load_pending(
+        self, conn: sa.Connection, session_id: str
+    ) -> tuple[tuple[Message, ...], PendingApprovals | None]:
+        waiting = conn.execute(
+            sa.select(_PENDING.c.pending).where(_PENDING.c.session_id == session_id)
+        ).scalar()
+        rows = conn.execute(
+            sa.select(_MESSAGES.c.seq, _MESSAGES.c.message)
+            .where(_MESSAGES.c.session_id == session_id)
+            .order_by(_MESSAGES.c.seq)
+        ).all()
         messages: list[Message] = []
         for seq, text in rows:
             try:
@@ -312,9 +363,11 @@ class SqlSessionStore:
     def turn_summary(self, turn_id: str) -> dict[str, Any] | None:
         """The summary of the committed turn *turn_id*, or None."""
         with _db(f"read turn {turn_id}"), self.engine.connect() as conn:
-            text = conn.execute(
-                sa.select(_TURNS.c.summary).where(_TURNS.c.turn_id == turn_id)
-            ).scalar()
+            return self._summary(conn, turn_id)
+
+    @staticmethod
+    def _summary(conn: sa.Connection, turn_id: str) -> dict[str, Any] | None:
+        text = conn.execute(sa.select(_TURNS.c.summary).where(_TURNS.c.turn_id == turn_id)).scalar()
         return None if text is None else json.loads(text)
 
     def _insert(
@@ -343,9 +396,13 @@ class SqlSessionStore:
     def journal(self, turn_id: str) -> dict[str, Any]:
         """Everything recorded so far by the turn *turn_id*: key -> value."""
         with _db(f"read the journal of turn {turn_id}"), self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(_JOURNAL.c.key, _JOURNAL.c.value).where(_JOURNAL.c.turn_id == turn_id)
-            ).all()
+            return self._journal(conn, turn_id)
+
+    @staticmethod
+    def _journal(conn: sa.Connection, turn_id: str) -> dict[str, Any]:
+        rows = conn.execute(
+            sa.select(_JOURNAL.c.key, _JOURNAL.c.value).where(_JOURNAL.c.turn_id == turn_id)
+        ).all()
         return {key: json.loads(value) for key, value in rows}
 
     def record(self, turn_id: str, key: str, value: Any) -> None:
@@ -390,6 +447,17 @@ class SqlSessionStore:
                 f"turn {turn_id} was taken over by another worker (this worker missed its"
                 " lease): its result here is dropped, the other worker's stands"
             )
+
+    def workflow_status(self, turn_id: str) -> str | None:
+        """DBOS's status of the turn *turn_id*'s workflow (``ENQUEUED``, ``PENDING``,
+        ``SUCCESS``...), or None if there is no such workflow: one indexed read."""
+        query = sa.select(_WORKFLOWS.c.status).where(_WORKFLOWS.c.workflow_uuid == turn_id)
+        with _db(f"read the status of turn {turn_id}"), self.engine.connect() as conn:
+            mapped = conn.execution_options(
+                schema_translate_map={SCHEMA_PLACEHOLDER: self.system_schema}
+            )
+            status = mapped.execute(query).scalar()
+        return None if status is None else str(status)
 
     def check_owner(self, turn_id: str, owner: str) -> None:
         """Raise :class:`FencedError` if *owner* (a DBOS execution's ownership token) no

@@ -17,14 +17,23 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import threading
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from typing import Any, Final, cast, final
 
 import attrs
 import trio
-from dbos import DBOS, DBOSConfig
+from dbos import DBOS, DBOSConfig, Queue
 from dbos._context import get_local_dbos_context
+from dbos._core import execute_dequeued_workflow
+from dbos._dbos import _get_dbos_instance  # pyright: ignore[reportPrivateUsage]
+from dbos._utils import GlobalParams, generate_uuid
+
+try:
+    from opentelemetry import trace as trace_api
+except ImportError:  # pragma: no cover - the otel extra is not installed
+    trace_api = None
 
 from .. import AssistantMessage, Message, TurnEnd, TurnEndReason
 from ..otel import traced_submit
@@ -32,8 +41,9 @@ from ._agent import Agent
 from ._approvals import approvals_from_json
 from ._errors import DurableError
 from ._journal import TurnJournal
-from ._store import FencedError, SqlSessionStore, engine_url
+from ._store import FencedError, SqlSessionStore, engine_url, tune_sqlite
 from ._takeover import DEFAULT_LEASE, Watcher, check_lease
+from ._writer import FLUSH_BOUND, RecordWriter
 
 __all__ = [
     "APP_NAME",
@@ -76,6 +86,24 @@ class _Worker:
     idle: trio.Event = attrs.field(factory=trio.Event)
     stopping: bool = False
     turns_run: int = 0
+    #: The database URL as given (a submitter in this process on the same URL wakes
+    #: the queue at once: :func:`wake_queue`).
+    url: str = ""
+    #: Where each turn's journal writer runs (None before the worker's nursery is open:
+    #: those turns write each record before going on).
+    nursery: trio.Nursery | None = None
+    #: The shielded waits on the database (a commit, the journal's last batch), which a
+    #: lost database cancels: nothing will land, and the worker must stop.
+    shielded: set[trio.CancelScope] = attrs.field(factory=set[trio.CancelScope])
+
+    @contextlib.contextmanager
+    def _shield(self) -> Generator[None]:
+        with trio.CancelScope(shield=True) as scope:
+            self.shielded.add(scope)
+            try:
+                yield
+            finally:
+                self.shielded.discard(scope)
 
     async def run_turn(
         self,
@@ -133,7 +161,10 @@ class _Worker:
         approvals: Mapping[str, Any] | None,
         owner: str | None,
     ) -> dict[str, Any]:
-        done = await trio.to_thread.run_sync(self.store.turn_summary, turn_id)
+        # One thread hop and one connection for everything the turn starts from.
+        done, history, pending, recorded = await trio.to_thread.run_sync(
+            self.store.begin_turn, turn_id, session_id
+        )
         if done is not None:  # committed before a crash cut the step's record
             return done
         try:
@@ -141,8 +172,35 @@ class _Worker:
         except KeyError:
             raise DurableError(f"this worker has no agent named {agent_name!r}") from None
         decisions = None if approvals is None else approvals_from_json(approvals)
-        history, pending = await trio.to_thread.run_sync(self.store.load_pending, session_id)
-        journal = await TurnJournal.open(self.store, turn_id)
+        journal = TurnJournal(self.store, turn_id, recorded)
+        writer = None
+        if self.nursery is not None:
+            writer = journal.writer = RecordWriter(self.store, turn_id)
+            self.nursery.start_soon(writer.run)
+        try:
+            return await self._run(
+                agent, session_id, prompt, turn_id, decisions, owner, history, pending, journal
+            )
+        except BaseException:
+            # A stopping worker's writer writes what is left when the worker's nursery
+            # closes; any other end of the turn drops what is not written.
+            if writer is not None and not self.stopping:
+                with self._shield():
+                    await writer.close()
+            raise
+
+    async def _run(
+        self,
+        agent: Agent,
+        session_id: str,
+        prompt: str | None,
+        turn_id: str,
+        decisions: Any,
+        owner: str | None,
+        history: tuple[Message, ...],
+        pending: Any,
+        journal: TurnJournal,
+    ) -> dict[str, Any]:
         session = agent.factory(session_id)
         session = attrs.evolve(
             session,
@@ -156,13 +214,18 @@ class _Worker:
         end: TurnEnd | None = None
         raised: BaseException | None = None
         try:
-            async with traced_submit(
-                session,
-                prompt,
-                approvals=decisions,
-                agent_name=agent.name,
-                conversation_id=session_id,
-            ) as events:
+            submitted = (
+                traced_submit(
+                    session,
+                    prompt,
+                    approvals=decisions,
+                    agent_name=agent.name,
+                    conversation_id=session_id,
+                )
+                if _tracing()
+                else session.submit(prompt, approvals=decisions)
+            )
+            async with submitted as events:
                 async for event in events:
                     if isinstance(event, TurnEnd):
                         end = event
@@ -180,11 +243,29 @@ class _Worker:
         new = session.messages[len(history) :]
         summary = _summary(turn_id, session_id, end, new, journal.replayed_tools, raised)
         left = session.pending_approvals
-        with trio.CancelScope(shield=True):  # the turn is done: its commit must land
+        with self._shield():  # the turn is done: its commit must land
+            if journal.writer is not None:  # no record may land after the commit
+                await journal.writer.close()
             summary = await trio.to_thread.run_sync(
-                self.store.commit_turn, session_id, turn_id, new, summary, left, owner
+                self.store.commit_turn,
+                session_id,
+                turn_id,
+                new,
+                summary,
+                left,
+                owner,
+                abandon_on_cancel=True,  # only a lost database cancels it
             )
         return summary
+
+
+def _tracing() -> bool:
+    """Whether a turn's spans would be recorded: ``opentelemetry-api`` is installed and
+    a tracer provider is set. Else the turn runs untraced: wrapping its client and
+    tools for spans nobody records cost a fifth of a durable turn's CPU."""
+    if trace_api is None:
+        return False
+    return not isinstance(trace_api.get_tracer_provider(), trace_api.ProxyTracerProvider)
 
 
 _INTERRUPTS: Final = (trio.Cancelled, KeyboardInterrupt, SystemExit, GeneratorExit)
@@ -283,7 +364,99 @@ def _turn_workflow(
     prompt: str | None,
     approvals: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    return _turn_step(agent_name, session_id, prompt, approvals)
+    summary = _turn_step(agent_name, session_id, prompt, approvals)
+    turn_id = DBOS.workflow_id
+    ending = None if turn_id is None else _endings.get(turn_id)
+    if ending is not None:  # a waiter in this process: look now, DBOS records it next
+        ending.set()
+    return summary
+
+
+#: Turns awaited in this process: the workflow sets its event as it returns, and the
+#: waiter (TurnHandle.result) then looks at once instead of at its next poll.
+_endings: dict[str, threading.Event] = {}
+
+
+def await_ending(turn_id: str) -> threading.Event:
+    """An event the turn *turn_id* sets as it ends, if it runs in this process."""
+    return _endings.setdefault(turn_id, threading.Event())
+
+
+def forget_ending(turn_id: str) -> None:
+    _endings.pop(turn_id, None)
+
+
+def serves(database_url: str) -> bool:
+    """Whether a worker runs in this process on *database_url*."""
+    waker = _waker
+    return waker is not None and waker.url == database_url
+
+
+def wake_queue(database_url: str) -> None:
+    """Have this process's worker, if it serves *database_url*, look at its queue now.
+
+    A submitter in the worker's process (one process, or a web server that runs
+    both) calls this after each enqueue: the worker's waker thread runs one pass of
+    DBOS's dequeue, so the turn starts without waiting for the queue's poll (every
+    50 ms). Several wakes before the pass coalesce into one.
+    """
+    waker = _waker
+    if waker is not None and waker.url == database_url:
+        waker.event.set()
+
+
+@final
+@attrs.define(eq=False)
+class _Waker:
+    """A thread that runs one pass of DBOS's dequeue of :data:`QUEUE` when woken.
+
+    The pass is the one DBOS's queue thread runs for a queue partitioned one turn at
+    a time (``start_queued_partitioned_workflows``, then each claimed workflow
+    started): the claim is the same atomic ``ENQUEUED -> PENDING`` update, so a pass
+    here and the queue thread's own never both run a turn. Private DBOS functions:
+    if a DBOS release changes them, the pass fails (logged once) and the queue's own
+    poll still starts every turn.
+    """
+
+    url: str
+    queue: Queue
+    concurrency: int
+    event: threading.Event = attrs.field(factory=threading.Event)
+    stop: bool = False
+    passes: int = 0
+    _failed: bool = False
+
+    def run(self) -> None:
+        while True:
+            self.event.wait()
+            self.event.clear()
+            if self.stop:
+                return
+            try:
+                self._dequeue()
+            except Exception as exc:  # the queue's poll takes over
+                if not self._failed:
+                    logger.warning("the worker's direct dequeue failed (the poll goes on): %r", exc)
+                    self._failed = True
+
+    def _dequeue(self) -> None:
+        dbos = _get_dbos_instance()
+        running = dbos._active_workflows_set.count_for_queue(QUEUE)  # pyright: ignore[reportPrivateUsage]
+        budget = self.concurrency - running
+        if budget <= 0:
+            return
+        owner = generate_uuid()
+        sys_db = dbos._sys_db  # pyright: ignore[reportPrivateUsage]
+        ids = sys_db.start_queued_partitioned_workflows(
+            self.queue, GlobalParams.executor_id, GlobalParams.app_version, budget, owner_xid=owner
+        )
+        self.passes += 1
+        if ids:
+            for status in sys_db.get_workflow_statuses(ids):
+                execute_dequeued_workflow(dbos, status, owner)
+
+
+_waker: _Waker | None = None
 
 
 @contextlib.asynccontextmanager
@@ -316,7 +489,7 @@ async def open_worker(
         DurableError: bad arguments, DBOS cannot start, or the database stopped
             being writable for a whole lease (the block is cancelled first).
     """
-    global _current
+    global _current, _waker
     items = [agents] if isinstance(agents, Agent) else list(agents)
     by_name = {a.name: a for a in items}
     if len(by_name) != len(items) or not items:
@@ -330,7 +503,11 @@ async def open_worker(
     parsed = engine_url(url)  # a clear error for a bad URL, before DBOS sees it
     store = await trio.to_thread.run_sync(SqlSessionStore.connect, url)
     worker = _Worker(
-        by_name, store, trio.lowlevel.current_trio_token(), trio.CapacityLimiter(concurrency)
+        by_name,
+        store,
+        trio.lowlevel.current_trio_token(),
+        trio.CapacityLimiter(concurrency),
+        url=url,
     )
     config: DBOSConfig = {
         "name": APP_NAME,
@@ -342,8 +519,12 @@ async def open_worker(
     }
     _current = worker
     lost: DurableError | None = None
+    waker: _Waker | None = None
     try:
-        await trio.to_thread.run_sync(_launch, config, concurrency)
+        queue = await trio.to_thread.run_sync(_launch, config, concurrency)
+        waker = _Waker(url, queue, concurrency)
+        threading.Thread(target=waker.run, name="trio-agent-waker", daemon=True).start()
+        _waker = waker
         try:
             sqlite = parsed.database if parsed.get_backend_name() == "sqlite" else None
             watcher = Watcher(store, DBOS.executor_id, lease, _recover, sqlite_path=sqlite or None)
@@ -359,23 +540,48 @@ async def open_worker(
                         nursery.cancel_scope.cancel(reason="the database is lost")
 
                 nursery.start_soon(watch)
+                worker.nursery = nursery
                 try:
                     yield
                 finally:
+                    await _stop_turns(worker, lost=lost is not None)
                     nursery.cancel_scope.cancel(reason="the worker stops")
+                # Leaving the nursery: each turn's writer writes what is left (bounded).
         finally:
-            worker.stopping = True
-            for scope in list(worker.running):
-                scope.cancel()
-            with trio.CancelScope(shield=True):
-                if worker.running:
-                    await worker.idle.wait()
-                await trio.to_thread.run_sync(_destroy)
+            _waker = None
+            waker.stop = True
+            waker.event.set()
+            await _stop_turns(worker, lost=lost is not None)
+            with trio.CancelScope(shield=True) as scope:
+                if lost is not None:  # DBOS's threads may hang on the database: go anyway
+                    scope.deadline = trio.current_time() + FLUSH_BOUND
+                await trio.to_thread.run_sync(_destroy, abandon_on_cancel=True)
     finally:
+        if waker is not None:
+            waker.stop = True
+            waker.event.set()
+        _waker = None
         _current = None
         store.close()
     if lost is not None:
         raise lost
+
+
+async def _stop_turns(worker: _Worker, *, lost: bool) -> None:
+    """Cancel the worker's running turns and wait for them to end (their workflows
+    stay pending); with its database lost, stop waiting on the database first, and
+    give up waiting after :data:`FLUSH_BOUND` seconds."""
+    worker.stopping = True
+    for scope in list(worker.running):
+        scope.cancel()
+    if lost:
+        for scope in list(worker.shielded):
+            scope.cancel()
+    with trio.CancelScope(shield=True) as wait:
+        if lost:
+            wait.deadline = trio.current_time() + FLUSH_BOUND
+        if worker.running:
+            await worker.idle.wait()
 
 
 def _recover(executor_id: str) -> int:
@@ -385,12 +591,13 @@ def _recover(executor_id: str) -> int:
     return len(handles)
 
 
-def _launch(config: DBOSConfig, concurrency: int) -> None:
+def _launch(config: DBOSConfig, concurrency: int) -> Queue:
     try:
         DBOS(config=config)
         DBOS.launch()
         _quiet_dbos()
-        DBOS.register_queue(
+        tune_sqlite(_get_dbos_instance()._sys_db.engine)  # pyright: ignore[reportPrivateUsage]
+        return DBOS.register_queue(
             QUEUE,
             worker_concurrency=concurrency,
             partition_concurrency=1,
