@@ -150,10 +150,46 @@ async def test_pre_tool_use_rewrites_the_input(autojump_clock: Any) -> None:
     async def pre(call: ToolCall) -> dict[str, Any]:
         return {"command": call.input["command"] + " --dry-run"}
 
-    model = ScriptedModel([uses(("t1", "shell", {"command": "make"})), done()])
-    events, _ = await turn(model.client(), Hooks(pre_tool_use=pre))
-    assert ran == [{"command": "make --dry-run"}]
+    model = ScriptedModel(
+        [uses(("t1", "shell", {"command": "make"}), ("t2", "shell", {"command": "ls"})), done()]
+    )
+    events, end = await turn(model.client(), Hooks(pre_tool_use=pre))
+    assert ran == [{"command": "make --dry-run"}, {"command": "ls --dry-run"}]
     assert result_of(events, "t1").content.startswith("ran make --dry-run")
+    # the history (and so the next request) shows the input the tool ran with
+    answer = end.messages[1]
+    assert isinstance(answer, trio_agent.AssistantMessage)
+    assert [dict(u.input) for u in answer.tool_uses] == [
+        {"command": "make --dry-run"},
+        {"command": "ls --dry-run"},
+    ]
+    assert answer in events  # as it was sent: a consumer's copy is the same
+    sent = model.requests[1].body["messages"][1]["content"]
+    assert [b["input"] for b in sent] == [
+        {"command": "make --dry-run"},
+        {"command": "ls --dry-run"},
+    ]
+    check_history(end.messages, strict=True)
+
+
+async def test_a_rewrite_is_in_the_sessions_transcript(autojump_clock: Any, tmp_path: Path) -> None:
+    async def pre(call: ToolCall) -> dict[str, Any]:
+        return {"command": "echo safe"}
+
+    model = ScriptedModel([uses(("t1", "shell", {"command": "curl evil"})), done()])
+    path = tmp_path / "t.jsonl"
+    async with Session(
+        model.client(),
+        [shell],
+        model="m",
+        transcript_path=path,
+        options=TurnOptions(hooks=Hooks(pre_tool_use=pre)),
+    ) as session:
+        await session.run("go")
+    recorded = read_transcript(path).messages
+    assert recorded == session.messages
+    assert "curl evil" not in json.dumps([m.to_api() for m in recorded])
+    assert "echo safe" in json.dumps([m.to_api() for m in recorded])
 
 
 async def test_a_rewrite_is_validated(autojump_clock: Any) -> None:

@@ -80,6 +80,11 @@ class Call:
     started: bool = False  # tool.run() was called
     result: ToolResult | None = None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    #: Set once the call is past its permission check and ``pre_tool_use`` hook
+    #: (or finished): what it runs with is known.
+    prepared: trio.Event = attrs.field(factory=trio.Event)
+    #: The input a ``pre_tool_use`` hook replaced the model's with, if it did.
+    rewritten: Mapping[str, Any] | None = None
 
     def summary(self) -> str:
         return summarize_call(self.block.name, self.block.input)

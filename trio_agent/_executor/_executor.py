@@ -572,6 +572,7 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         finishes many calls at once and delivers once after them)."""
         assert call.result is None, "a call is finished once"
         call.result = result
+        call.prepared.set()
         self._set_state(call, "finished")
         self._progress.finished((result,))
         if deliver:
@@ -618,6 +619,7 @@ class ToolExecutor(metaclass=NoPublicConstructor):
                 abort_reason=reason,
                 started=started,
             )
+            call.prepared.set()
             counts[state] -= 1
             call.state = "finished"
             results.append(result)
@@ -672,9 +674,13 @@ class ToolExecutor(metaclass=NoPublicConstructor):
                 tool_hooks = self._tool_hooks
                 pre = tool_hooks.pre_tool_use if tool_hooks is not None else None
                 if pre is not None and isinstance(outcome, Runnable):
+                    before = outcome
                     outcome = await _bounded(
                         call, outcome.limit, "pre_tool_use", pre_tool(call, outcome, pre)
                     )
+                    if isinstance(outcome, Runnable) and outcome is not before:
+                        call.rewritten = outcome.input
+                call.prepared.set()
                 if isinstance(outcome, Runnable):
                     runnable, limit = outcome, outcome.limit
                     value: Any = None
@@ -726,6 +732,13 @@ class ToolExecutor(metaclass=NoPublicConstructor):
             call, runnable, ran, hook, name=name, max_result_chars=self._max_result_chars
         )
         return await _bounded(call, runnable.limit, name, step)
+
+    async def wait_prepared(self) -> dict[str, Mapping[str, Any]]:
+        """Wait until every call added is past its permission check and
+        ``pre_tool_use`` hook (or finished); the inputs the hooks rewrote, by id."""
+        for call in list(self._calls):
+            await call.prepared.wait()
+        return {c.block.id: c.rewritten for c in self._calls if c.rewritten is not None}
 
     def _complete(self, call: Call, result: ToolResult, modifier: Any) -> None:
         if call.result is not None:

@@ -299,6 +299,7 @@ class ModelCaller:
                     executor.finish()
                 if attempt.result is not None:
                     attempt.phase = "tools"
+                    await self._rewrite(executor, attempt)
                     await self._send_answer(state, attempt)
         assert executor is not None
         attempt.context = executor.context
@@ -508,6 +509,26 @@ class ModelCaller:
         elif (thinking := item.thinking_delta) is not None:
             await self.send.send(ThinkingDelta(thinking, item.index or 0))
         return index
+
+    async def _rewrite(self, executor: ToolExecutor, attempt: Attempt) -> None:
+        """With a ``pre_tool_use`` hook, the answer waits for its calls' hooks: the
+        inputs they rewrote are what the history's tool uses say (as the tools ran)."""
+        hooks = self.options.hooks
+        if hooks is None or hooks.pre_tool_use is None or not attempt.added:
+            return
+        rewritten = await executor.wait_prepared()
+        if not rewritten or attempt.result is None:
+            return
+        message = attempt.result.message
+        content = tuple(
+            attrs.evolve(b, input=rewritten[b.id])
+            if isinstance(b, ToolUseBlock) and b.id in rewritten
+            else b
+            for b in message.content
+        )
+        attempt.result = attrs.evolve(
+            attempt.result, message=attrs.evolve(message, content=content)
+        )
 
     async def _send_answer(self, state: State, attempt: Attempt) -> None:
         """Send the complete answer as soon as the stream ends, unless it is dropped
