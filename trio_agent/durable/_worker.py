@@ -423,7 +423,9 @@ class _Waker:
     concurrency: int
     event: threading.Event = attrs.field(factory=threading.Event)
     stop: bool = False
+    #: Passes run, and turns they claimed (for tests and statistics).
     passes: int = 0
+    dequeued: int = 0
     _failed: bool = False
 
     def run(self) -> None:
@@ -451,6 +453,7 @@ class _Waker:
             self.queue, GlobalParams.executor_id, GlobalParams.app_version, budget, owner_xid=owner
         )
         self.passes += 1
+        self.dequeued += len(ids)
         if ids:
             for status in sys_db.get_workflow_statuses(ids):
                 execute_dequeued_workflow(dbos, status, owner)

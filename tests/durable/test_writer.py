@@ -1,0 +1,129 @@
+"""The journal's writer and the rest of the per-turn cost cuts, on real databases.
+
+- Records are written behind the turn, in order, in batches; ``flush`` waits for
+  them; ``close`` drops what is not written; a failed write surfaces at the next
+  record or flush as a DurableError.
+- SQLite runs in WAL mode with ``synchronous=NORMAL`` on every engine.
+- A worker in the submitter's process starts a submitted turn from its waker
+  thread (not at the queue's next poll) and tells the waiting client when it ends.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import sqlalchemy as sa
+import trio
+
+from trio_agent import AnthropicClient, Session, TextBlock
+from trio_agent.durable import (
+    Agent,
+    DurableClient,
+    DurableError,
+    SqlSessionStore,
+    _worker,
+    open_worker,
+)
+from trio_agent.durable._writer import RecordWriter
+from trio_agent.testing import ScriptedAnswer, ScriptedModel, serve_scripted_model
+
+
+def _store(tmp_path: pathlib.Path) -> SqlSessionStore:
+    return SqlSessionStore.connect(f"sqlite:///{tmp_path / 'db.sqlite'}")
+
+
+async def test_records_are_written_behind_in_order_and_in_batches(tmp_path: pathlib.Path) -> None:
+    store = _store(tmp_path)
+    try:
+        writer = RecordWriter(store, "t")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer.run)
+            for i in range(50):  # queued at once: a few transactions, not fifty
+                writer.add(f"k{i}", i)
+            writer.add("k0", "again")  # the first record of a key wins
+            await writer.flush()
+            assert store.journal("t") == {f"k{i}": i for i in range(50)}
+            assert writer.written == 51
+            assert 1 <= writer.batches < 51
+            writer.add("late", 1)
+            await writer.close()  # drops what is not written yet
+            nursery.cancel_scope.cancel()
+        assert "late" not in store.journal("t")
+    finally:
+        store.close()
+
+
+async def test_a_stopping_worker_writes_what_is_left(tmp_path: pathlib.Path) -> None:
+    store = _store(tmp_path)
+    try:
+        writer = RecordWriter(store, "t")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer.run)
+            await trio.sleep(0)
+            writer.add("a", 1)
+            writer.add("b", 2)
+            nursery.cancel_scope.cancel()  # the worker stops before the writer ran
+        assert store.journal("t") == {"a": 1, "b": 2}
+    finally:
+        store.close()
+
+
+async def test_a_failed_write_surfaces_as_a_durable_error(tmp_path: pathlib.Path) -> None:
+    store = _store(tmp_path)
+    try:
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("DROP TABLE trio_agent_journal")
+        writer = RecordWriter(store, "t")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer.run)
+            writer.add("a", 1)
+            with pytest.raises(DurableError, match="record in the journal"):
+                await writer.flush()
+            with pytest.raises(DurableError, match="record in the journal"):
+                writer.add("b", 2)
+            await writer.close()
+    finally:
+        store.close()
+
+
+def test_sqlite_runs_in_wal_mode_with_normal_sync(tmp_path: pathlib.Path) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    client = DurableClient.connect(url, agent="a")
+    try:
+        engines = [client.store.engine, client.dbos._sys_db.engine]  # pyright: ignore[reportPrivateUsage]
+        for engine in engines:
+            with engine.connect() as conn:
+                assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+                assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+    finally:
+        client.close()
+    with sa.create_engine(url).connect() as conn:  # a property of the file
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+
+
+async def test_an_in_process_submit_is_started_by_the_waker(tmp_path: pathlib.Path) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    model = ScriptedModel([ScriptedAnswer(blocks=[TextBlock(f"hi {i}")]) for i in range(3)])
+    async with serve_scripted_model(model) as base_url:
+        model_client = AnthropicClient(api_key="k", base_url=base_url)
+
+        def build(session_id: str) -> Session:
+            return Session(model_client, [], model="claude-scripted", max_tokens=64)
+
+        client = await trio.to_thread.run_sync(lambda: DurableClient.connect(url, agent="w"))
+        try:
+            async with open_worker(Agent("w", build), database_url=url, concurrency=4):
+                waker = _worker._waker  # pyright: ignore[reportPrivateUsage]
+                assert waker is not None
+                assert _worker.serves(url)
+                for i in range(3):
+                    handle = await trio.to_thread.run_sync(client.submit, f"s{i}", "hello")
+                    summary = await handle.wait()
+                    assert summary.reason == "completed"
+                    assert summary.text == f"hi {i}"
+                # The waker claimed the turns (the queue's poll may claim one first).
+                assert waker.dequeued >= 1, (waker.passes, waker.dequeued)
+            assert not _worker.serves(url)
+        finally:
+            await trio.to_thread.run_sync(client.close)
