@@ -590,3 +590,67 @@ def test_any_hook_answer_leaves_a_valid_turn(pre: Any, post: Any) -> None:
     assert end.reason in (TurnEndReason.COMPLETED, TurnEndReason.AWAITING_APPROVAL)
     if end.reason is TurnEndReason.COMPLETED:
         check_history(end.messages, strict=True)
+
+
+@settings(max_examples=30, deadline=None)
+@given(at=st.floats(min_value=0, max_value=6), interrupt=st.booleans())
+def test_an_abort_at_any_time_leaves_every_call_answered(at: float, interrupt: bool) -> None:
+    """Hooks on every step of a two-call answer (slow hooks, a rewrite, a redaction,
+    a context), the turn aborted or interrupted at any virtual time: the history
+    is valid and each tool_use announced has exactly one result."""
+
+    async def pre(call: ToolCall) -> dict[str, Any]:
+        await trio.sleep(0.7)
+        return {"command": call.input["command"] + "!"}
+
+    async def post(call: ToolCall, result: ToolResult) -> str:
+        await trio.sleep(0.3)
+        return "redacted"
+
+    async def submit(prompt: UserMessage) -> str:
+        await trio.sleep(0.2)
+        return "context"
+
+    async def stop(history: tuple[Message, ...], *, stop_hook_active: bool) -> None:
+        await trio.sleep(0.4)
+
+    hooks = Hooks(pre_tool_use=pre, post_tool_use=post, user_prompt_submit=submit, stop=stop)
+
+    async def main() -> tuple[list[Any], TurnEnd]:
+        control = TurnControl()
+        model = ScriptedModel(
+            [uses(("t1", "shell", {"command": "a"}), ("t2", "shell", {"command": "b"})), done()]
+        )
+        events: list[Any] = []
+
+        async def act() -> None:
+            await trio.sleep(at)
+            control.interrupt() if interrupt else control.abort()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(act)
+            async with query(
+                model.client(),
+                GO,
+                tools=[shell],
+                model="m",
+                max_tokens=100,
+                options=TurnOptions(hooks=hooks),
+                control=control,
+            ) as stream:
+                async for event in stream:
+                    events.append(event)
+            nursery.cancel_scope.cancel()
+        end = events[-1]
+        assert isinstance(end, TurnEnd)
+        return events, end
+
+    events, end = run_virtual(main)
+    check_history(end.messages, strict=True)
+    announced = [
+        e.block.id
+        for e in events
+        if type(e).__name__ == "BlockFinished" and isinstance(e.block, ToolUseBlock)
+    ]
+    answered = [e.tool_use_id for e in events if isinstance(e, ToolResult)]
+    assert sorted(answered) == sorted(announced)
