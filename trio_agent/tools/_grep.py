@@ -229,22 +229,37 @@ def _type_list(rg: str) -> Mapping[str, tuple[str, ...]]:
 
 
 class Selection:
-    """Which files a search covers: Claude Code's ``glob`` (ripgrep's ``--glob``:
-    ``!`` excludes) and ``type`` (ripgrep's ``--type``)."""
+    """Which files a search covers, as ripgrep decides with Claude Code's ``glob``
+    (its ``--glob``s: ``!`` excludes) and ``type`` (``--type``): the last glob that
+    matches decides, a directory a ``!glob`` matches is not entered, a glob match
+    overrides the type, and when there are positive globs a file none matches is out."""
 
     def __init__(self, glob: str | None, types: Sequence[str]) -> None:
         globs = split_globs(glob) if glob else []
-        self.include = [g for g in globs if not g.startswith("!")]
-        self.exclude = [g[1:] for g in globs if g.startswith("!") and len(g) > 1]
+        self.globs = [(g[1:], False) if g.startswith("!") else (g, True) for g in globs]
+        self.globs = [(g, positive) for g, positive in self.globs if g]
+        self.include = any(positive for _, positive in self.globs)
         self.types = tuple(types)
 
+    def _decide(self, rel: str) -> bool | None:
+        decision: bool | None = None
+        for glob, positive in self.globs:
+            if _glob_matches(glob, rel):
+                decision = positive
+        return decision
+
     def __call__(self, rel: str) -> bool:
-        name = posixpath.basename(rel)
-        if self.types and not any(fnmatch.fnmatchcase(name, g) for g in self.types):
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            if self._decide("/".join(parts[:i])) is False:
+                return False  # an excluded directory is not entered
+        decision = self._decide(rel)
+        if decision is not None:
+            return decision
+        if self.include:
             return False
-        if any(_glob_matches(g, rel) for g in self.exclude):
-            return False
-        return not self.include or any(_glob_matches(g, rel) for g in self.include)
+        name = parts[-1]
+        return not self.types or any(fnmatch.fnmatchcase(name, g) for g in self.types)
 
 
 #: An open file to search: (descriptor, path from the root, mtime in ns).
