@@ -507,3 +507,30 @@ async def test_a_consumer_that_leaves_early_keeps_what_it_read(
     replayed = await run_aborted(_replay_client(model))
     assert replayed == history
     assert model.mismatches == []
+
+
+async def test_recording_times_the_tools_it_is_given(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    from trio_agent.testing import Recorder, recording
+
+    path = tmp_path / "timed.json"
+    upstream = ScriptedModel(_answers())
+    real = AnthropicClient(api_key=SECRET, base_url="http://upstream", retry=RetryPolicy.never())
+    async with recording(real, path, transport=upstream.transport()) as (client, recorder):
+        assert isinstance(recorder, Recorder)
+        history, _, recorded = await _run(client, recorder.timed([_weather_tool([])]))
+    data = json.loads(path.read_text())
+    assert data["tool_outputs"]["toolu_1"] == {"content": "sunny in Paris", "duration": 0.2}
+    model = ScriptedModel.from_cassette(path, tools="replay")
+
+    @tool
+    async def weather(city: str) -> str:
+        "The weather in a city."
+        raise AssertionError("a replayed tool must not run")
+
+    replayed, _, timeline = await _run(_replay_client(model), model.tools([weather]))
+    assert replayed == history
+    row = timeline.tools["toolu_1"]
+    assert row.ended_at - row.started_at == pytest.approx(0.2)
+    assert _shape(timeline) == _shape(recorded)

@@ -38,9 +38,11 @@ from ._cassette import Interaction as Interaction
 from ._cassette import RecordedExchangeError as RecordedExchangeError
 from ._cassette import RecordedRequest as RecordedRequest
 from ._cassette import RecordedResponse as RecordedResponse
+from ._cassette import Recorder as Recorder
 from ._cassette import ToolReplay as ToolReplay
 from ._cassette import clone_client as clone_client
 from ._cassette import record as record
+from ._cassette import recording as recording
 from ._checks import CallFacts as CallFacts
 from ._checks import RunRecord as RunRecord
 from ._checks import check_record as check_record
@@ -109,6 +111,7 @@ __all__ = [
     "RecordedExchangeError",
     "RecordedRequest",
     "RecordedResponse",
+    "Recorder",
     "RunRecord",
     "ScenarioCall",
     "ScenarioError",
@@ -140,6 +143,7 @@ __all__ = [
     "plan_stream",
     "process_exited",
     "record",
+    "recording",
     "reference_schedule",
     "render_events",
     "render_openai_sse",

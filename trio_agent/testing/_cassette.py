@@ -54,9 +54,11 @@ __all__ = [
     "RecordedExchangeError",
     "RecordedRequest",
     "RecordedResponse",
+    "Recorder",
     "ToolReplay",
     "clone_client",
     "record",
+    "recording",
 ]
 
 VERSION: Final = 1
@@ -778,8 +780,16 @@ async def recording(
     transport: httpx.AsyncBaseTransport | None = None,
     recorder: Recorder | None = None,
 ) -> AsyncGenerator[tuple[C, Recorder]]:
-    """:func:`record`, yielding the :class:`Recorder` too (the pytest plugin times the
-    tools through it)."""
+    """:func:`record`, yielding ``(client, recorder)``: ``recorder.timed(tools)`` times
+    each tool's run into the cassette, so a replay with ``tools="replay"`` takes as long
+    (the pytest plugin's ``cassette.tools()`` does this).
+
+    Example::
+
+        async with recording(AnthropicClient(), "weather.json") as (client, recorder):
+            session = Session(client, recorder.timed(tools), model="claude-sonnet-5-5")
+            ...
+    """
     if recorder is None:
         recorder = Recorder()
     recorder.protocol = _protocol_of(client)
