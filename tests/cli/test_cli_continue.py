@@ -59,7 +59,7 @@ async def test_a_file_that_is_no_transcript_is_called_so(cli: Any, tmp_path: Pat
 
 
 def _read(path: str) -> ScriptedAnswer:
-    return ScriptedAnswer(blocks=[ToolUseBlock("toolu_1", "Read", {"path": path})])
+    return ScriptedAnswer(blocks=[ToolUseBlock("toolu_1", "Read", {"file_path": path})])
 
 
 async def test_a_transcript_with_a_repeated_tool_use_id_goes_on(cli: Any, tmp_path: Path) -> None:
@@ -89,6 +89,8 @@ async def test_a_transcript_with_a_repeated_tool_use_id_goes_on(cli: Any, tmp_pa
     assert uses == ["toolu_1_2", "toolu_1"]  # the last use keeps its id
     results = [r.tool_use_id for m in history if m.role == "user" for r in m.tool_results]
     assert results == uses
+    read = [r for m in history if m.role == "user" for r in m.tool_results]
+    assert [r.is_error for r in read] == [False, False]  # both files were read
     # what the continued run sent: unique ids, each answered by its own result
     sent = [message_from_api(m) for m in model.requests[3].body["messages"]]
     check_history(sent, strict=True)

@@ -42,7 +42,7 @@ async def test_run_against_an_openai_server(
     (tmp_path / "README.md").write_text("hello from the readme\n")
     scripted = ScriptedModel(
         [
-            ScriptedAnswer(blocks=[ToolUseBlock("call_1", "Read", {"path": "README.md"})]),
+            ScriptedAnswer(blocks=[ToolUseBlock("call_1", "Read", {"file_path": "README.md"})]),
             ScriptedAnswer(blocks=[TextBlock("It says hello.")]),
         ],
         protocol=protocol,
@@ -57,6 +57,7 @@ async def test_run_against_an_openai_server(
     assert scripted.requests[0].body["model"] == "gpt-x"  # the prefix is not sent
     assert scripted.requests[0].headers["authorization"] == "Bearer sk-sentinel-cli"
     assert "sk-sentinel-cli" not in text
+    assert "hello from the readme" in scripted.requests[1].content.decode()  # it was read
 
 
 def test_run_openai_without_a_key_is_one_line(
