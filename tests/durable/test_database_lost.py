@@ -15,9 +15,11 @@ import signal
 import subprocess
 
 import pytest
+import sqlalchemy as sa
 import trio
 
 from trio_agent.durable import DurableClient, DurableError, TurnHandle
+from trio_agent.durable._takeover import MIN_PATIENCE
 
 LEASE = 1.0
 
@@ -99,3 +101,43 @@ async def test_a_worker_whose_postgres_stops_exits_after_its_lease(
     last = logs.strip().splitlines()[-1]
     assert last.startswith("trio-agent: DurableError: worker pg-doomed-db stopped: "), logs
     assert "has not been writable for 1 s" in last, logs
+
+
+async def test_a_worker_whose_database_stops_answering_exits_and_hands_back_its_turn(
+    tmp_path: pathlib.Path, workers: Workers, wait_for, own_postgres
+) -> None:
+    """A database that never answers the worker (here a lock on its heartbeat row,
+    held for ever; a network that drops every packet is the same to the worker)
+    stops it with one clear line within the bound, instead of a heartbeat waiting in
+    silence; the turn it held goes back to the queue for the others (here another
+    worker, started once it stopped), which complete it exactly once."""
+    url = own_postgres.url
+    client = await trio.to_thread.run_sync(lambda: DurableClient.connect(url, agent="durable-test"))
+    locker = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        (tmp_path / "hold").touch()
+        stuck = workers.start(url, executor_id="stuck", concurrency=1, lease=LEASE)
+        handle = client.submit("ivy", "hello")
+        await wait_for(lambda: list(tmp_path.glob("gate-ivy-*")), "the turn in its gate", workers)
+        with locker.connect() as conn:
+            conn.exec_driver_sql(
+                "SELECT * FROM trio_agent_workers WHERE executor_id = 'stuck' FOR UPDATE"
+            )
+            code = await _exit_of(stuck, MIN_PATIENCE + LEASE + 30)
+            conn.rollback()
+        logs = workers.logs()
+        assert code == 1, logs
+        last = logs.strip().splitlines()[-1]
+        assert last.startswith("trio-agent: DurableError: worker stuck stopped: "), logs
+        assert f"did not answer within {MIN_PATIENCE:g} s" in last, logs
+        (tmp_path / "hold").unlink()
+        workers.start(url, executor_id="heir", concurrency=1, lease=LEASE)
+        with trio.fail_after(LEASE * 3 + 60):
+            summary = await handle.wait()
+    finally:
+        await trio.to_thread.run_sync(client.close)
+        locker.dispose()
+    assert summary.reason == "completed"
+    assert summary.replayed_tools == 1  # the effect, recorded by the stuck worker
+    assert len((tmp_path / "effect-ivy").read_text().splitlines()) == 1
+    assert "took over worker stuck" in workers.logs()

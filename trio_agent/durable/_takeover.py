@@ -40,6 +40,8 @@ __all__ = ["DEFAULT_LEASE", "Watcher"]
 
 #: Seconds a worker may go without a heartbeat before the others take over its turns.
 DEFAULT_LEASE: Final = 30.0
+#: Seconds a heartbeat round may take at least before it counts as failed.
+MIN_PATIENCE: Final = 5.0
 
 logger = logging.getLogger("trio_agent.durable")
 
@@ -66,6 +68,12 @@ class Watcher:
     def interval(self) -> float:
         return self.lease / 3
 
+    @property
+    def patience(self) -> float:
+        """Seconds a heartbeat round may take before it counts as failed (the lease,
+        at least :data:`MIN_PATIENCE`: a loaded machine is not a lost database)."""
+        return max(self.lease, MIN_PATIENCE)
+
     async def first_beat(self) -> None:
         """The first heartbeat: the worker is connected and writing (raises if not)."""
         self._inode = self._file_identity()
@@ -82,8 +90,13 @@ class Watcher:
         while True:
             await trio.sleep(self.interval)
             try:
-                await self._beat()
-                await self._watch()
+                # A database that never answers (a lock held for ever, a network that
+                # drops every packet) is a database lost too, not a wait in silence.
+                with trio.move_on_after(self.patience) as bounded:
+                    await self._beat()
+                    await self._watch()
+                if bounded.cancelled_caught:
+                    raise DurableError(f"the database did not answer within {self.patience:g} s")
             except _FileLost as exc:  # not transient: stop at once
                 raise DurableError(f"worker {self.executor_id} stopped: {exc}") from None
             except DurableError as exc:
@@ -103,7 +116,9 @@ class Watcher:
 
     async def _beat(self) -> None:
         self._check_file()
-        existed = await trio.to_thread.run_sync(self.store.heartbeat, self.executor_id, self.lease)
+        existed = await trio.to_thread.run_sync(
+            self.store.heartbeat, self.executor_id, self.lease, abandon_on_cancel=True
+        )
         if self._beaten and not existed:
             logger.warning(
                 "worker %s missed its lease (%g s; was it paused?): another worker took over"
@@ -114,7 +129,7 @@ class Watcher:
         self._beaten = True
 
     async def _watch(self) -> None:
-        peers = await trio.to_thread.run_sync(self.store.workers)
+        peers = await trio.to_thread.run_sync(self.store.workers, abandon_on_cancel=True)
         now = trio.current_time()
         for gone in set(self._seen) - set(peers):
             del self._seen[gone]
@@ -131,9 +146,11 @@ class Watcher:
             # that dies between the two leaves the peer for another watcher to recover,
             # and recovering twice is harmless (DBOS re-enqueues only what is PENDING
             # and still the dead executor's).
-            count = await trio.to_thread.run_sync(self.recover, peer)
+            count = await trio.to_thread.run_sync(self.recover, peer, abandon_on_cancel=True)
             try:
-                await trio.to_thread.run_sync(self.store.forget_worker, peer, beats)
+                await trio.to_thread.run_sync(
+                    self.store.forget_worker, peer, beats, abandon_on_cancel=True
+                )
             except DurableError as exc:  # its row is locked (a peer frozen mid-write)
                 logger.info(
                     "worker %s keeps worker %s's row for now: %s", self.executor_id, peer, exc
