@@ -471,6 +471,40 @@ async def test_a_failing_pre_compact_fails_the_compaction(autojump_clock: Any) -
     assert isinstance(end.error.__cause__, HookError)
 
 
+@pytest.mark.parametrize("fails", [False, True])
+async def test_pre_compact_before_an_auto_compaction(autojump_clock: Any, fails: bool) -> None:
+    from trio_agent import Usage
+
+    seen: list[int] = []
+
+    async def pre(history: tuple[Message, ...]) -> None:
+        seen.append(len(history))
+        if fails:
+            raise RuntimeError("not now")
+
+    heavy = ScriptedAnswer(
+        blocks=[ToolUseBlock("t1", "shell", {"command": "ls"})], usage=Usage(input_tokens=900)
+    )
+    model = ScriptedModel([heavy, done()])
+    _, end = await turn(
+        model.client(),
+        Hooks(pre_compact=pre),
+        compactor=compactor,
+        auto_compact=0.5,
+        context_window=1000,
+    )
+    assert seen == [3]  # the prompt, the answer, its results
+    if fails:
+        assert end.reason is TurnEndReason.ERROR
+        assert isinstance(end.error, HookError)
+        assert end.error.hook == "pre_compact"
+        assert len(model.requests) == 1
+        assert [m.role for m in end.messages] == ["user", "assistant", "user"]
+    else:
+        assert end.reason is TurnEndReason.COMPLETED
+        assert end.messages[0] == UserMessage("summary: go")
+
+
 # -- stop and subagent_stop -------------------------------------------------------------
 
 

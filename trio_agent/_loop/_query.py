@@ -266,7 +266,10 @@ class _Loop:
                 return outcome
             state = outcome
             if attempt.result is not None and self._wants_auto_compact(state, attempt):
-                state = await self._auto_compact(state)
+                compacted = await self._auto_compact(state)
+                if isinstance(compacted, TurnEnd):
+                    return compacted
+                state = compacted
             if rec.exceeds_max_turns(state, self.options.max_turns):
                 return await self._end(
                     state,
@@ -566,17 +569,20 @@ class _Loop:
             )
         )
 
-    async def _auto_compact(self, state: State) -> State:
+    async def _auto_compact(self, state: State) -> State | TurnEnd:
         """Compact before the next call; a failure is logged and the turn goes on
         with the history as it is (the reactive compaction remains). After
         :data:`~._recovery.MAX_CONSECUTIVE_COMPACT_FAILURES` failures in a row the
-        turn stops trying."""
+        turn stops trying. A ``pre_compact`` hook that fails ends the turn (its
+        :class:`HookError`)."""
         assert self.options.compactor is not None
         scope = trio.CancelScope()
         messages: tuple[Message, ...] | None = None
         try:
             with self.control.cancelling(scope), scope:
                 messages = await self._run_compactor(state)
+        except HookError as exc:
+            return await self._end(state, TurnEndReason.ERROR, error=exc)
         except Exception as exc:
             state = rec.compact_failed(state)
             if not rec.may_auto_compact(state):
