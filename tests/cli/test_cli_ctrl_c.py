@@ -20,7 +20,7 @@ from trio_agent.testing import (
 SLOW = ScriptedAnswer(
     blocks=[
         TextBlock("Reading it now. " + "Still streaming the answer. " * 200),
-        ToolUseBlock("toolu_r", "Read", {"path": "notes.txt"}),
+        ToolUseBlock("toolu_r", "Read", {"file_path": "notes.txt"}),
     ],
     timing=Timing(token_delay=0.02, text_chunk_size=4),
 )
