@@ -78,3 +78,24 @@ def accumulate(writes: list[tuple[float, str]]) -> list[tuple[float, int]]:
         total += len(text)
         out.append((t, total))
     return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.characters(codec="utf-8") | st.characters(categories=["Cs"])).map("".join),
+    st.integers(0, 10**6),
+    st.floats(0, 1e7, allow_nan=False, allow_infinity=False),
+)
+def test_a_text_delta_line_is_what_json_dumps_writes(text: str, index: int, t: float) -> None:
+    """``--json``'s direct formatting of a text delta (the line most of a turn is)
+    is exactly the general path's ``json.dumps`` of its record."""
+    import json
+
+    from trio_agent import TextDelta
+    from trio_agent._cli._render import event_line, event_record
+
+    delta = TextDelta(text, index)
+    line = event_line(delta, t)
+    assert line == json.dumps(event_record(delta, t)) + "\n"
+    record = json.loads(line)  # (a lone surrogate pair comes back joined: json's way)
+    assert (record["type"], record["t"], record["index"]) == ("TextDelta", round(t, 3), index)

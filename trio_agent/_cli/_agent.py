@@ -30,7 +30,7 @@ from ._errors import EXIT_INTERRUPTED, RetryReporter, describe_error, prefixed, 
 from ._interrupt import CtrlC, open_ctrl_c
 from ._plain import has_rich
 from ._provider import endpoint_of, provider_client, provider_of
-from ._render import event_record, print_event, tool_started_record
+from ._render import event_line, print_event, tool_started_record
 from ._session_options import (
     DEFAULT_MODEL,
     add_session_options,
@@ -274,7 +274,7 @@ async def print_events(
             async for event in events:
                 recorder.feed(event)
                 if as_json:
-                    out.write(json.dumps(event_record(event, recorder.now())) + "\n")
+                    out.write(event_line(event, recorder.now()))
                 else:
                     if isinstance(event, BlockFinished) and isinstance(event.block, ToolUseBlock):
                         block = event.block  # listed once it has streamed

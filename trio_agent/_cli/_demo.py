@@ -29,7 +29,7 @@ from ._args import positive_float
 from ._errors import EXIT_INTERRUPTED, print_error
 from ._interrupt import open_ctrl_c
 from ._plain import console_for, has_rich
-from ._render import event_record, print_plain, print_timeline, tool_started_record
+from ._render import event_line, print_plain, print_timeline, tool_started_record
 from ._timeline import ToolRow, TurnRecorder, instrument
 
 __all__ = ["add_demo_command", "run_demo"]
@@ -127,7 +127,7 @@ async def run_demo(
                     async with session.submit(DEMO_PROMPT) as events:
                         async for event in events:
                             recorder.feed(event)
-                            stream.write(json.dumps(event_record(event, recorder.now())) + "\n")
+                            stream.write(event_line(event, recorder.now()))
                 end = recorder.end
                 stream.write(json.dumps({"type": "Timeline", **recorder.summary()}) + "\n")
             else:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "STYLES",
     "event_fields",
+    "event_line",
     "event_record",
     "preview",
     "print_event",
@@ -130,6 +131,19 @@ def _field_names(kind: type) -> tuple[str, ...]:
 def event_record(event: object, t: float) -> dict[str, Any]:
     """One event as a JSON-ready dict: ``type``, ``t`` (seconds) and its fields."""
     return {"type": type(event).__name__, "t": round(t, 3), **event_fields(event)}
+
+
+def event_line(event: object, t: float) -> str:
+    """``json.dumps(event_record(event, t))`` and a newline: the ``--json`` line of
+    an event. A text delta's (most of a turn's lines) is formatted directly, to the
+    same text, without building its dict."""
+    if type(event) is TextDelta:
+        text, index = _encode(event.text), event.index
+        return f'{{"type": "TextDelta", "t": {round(t, 3)!r}, "text": {text}, "index": {index}}}\n'
+    return json.dumps(event_record(event, t)) + "\n"
+
+
+_encode = json.encoder.encode_basestring_ascii  # what json.dumps uses for a str
 
 
 def tool_started_record(row: ToolRow) -> dict[str, Any]:
