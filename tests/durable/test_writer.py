@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 import trio
 
-from trio_agent import AnthropicClient, Session, TextBlock
+from trio_agent import AnthropicClient, Session, TextBlock, Tool, ToolUseBlock
 from trio_agent.durable import (
     Agent,
     DurableClient,
@@ -80,8 +80,9 @@ async def test_a_failed_write_surfaces_as_a_durable_error(tmp_path: pathlib.Path
             writer.add("a", 1)
             with pytest.raises(DurableError, match="record in the journal"):
                 await writer.flush()
+            writer.add("b", 2)  # not into the tool: the next flush raises
             with pytest.raises(DurableError, match="record in the journal"):
-                writer.add("b", 2)
+                await writer.flush()
             await writer.close()
     finally:
         store.close()
@@ -127,3 +128,50 @@ async def test_an_in_process_submit_is_started_by_the_waker(tmp_path: pathlib.Pa
             assert not _worker.serves(url)
         finally:
             await trio.to_thread.run_sync(client.close)
+
+
+async def test_a_worker_that_cannot_record_fails_the_turn_for_the_client(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The worker can still reach its database but not write the journal (a trigger
+    refuses every insert): the turn fails (ERROR, not left pending), and the waiting
+    client gets a DurableError naming the write; the tool's own result was not turned
+    into an error (the journal's failure surfaces at the next model call)."""
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    model = ScriptedModel(
+        [
+            ScriptedAnswer(blocks=[ToolUseBlock("toolu_1", "Echo", {})]),
+            ScriptedAnswer(blocks=[TextBlock("never")]),
+        ]
+    )
+    ran: list[str] = []
+
+    async def echo(input: object, ctx: object) -> str:
+        ran.append("echo")
+        return "echoed"
+
+    async with serve_scripted_model(model) as base_url:
+        model_client = AnthropicClient(api_key="k", base_url=base_url)
+        tools = [Tool("Echo", "Echo.", {"type": "object"}, echo)]
+
+        def build(session_id: str) -> Session:
+            return Session(model_client, tools, model="claude-scripted", max_tokens=64)
+
+        client = await trio.to_thread.run_sync(lambda: DurableClient.connect(url, agent="w"))
+        try:
+            async with open_worker(Agent("w", build), database_url=url, concurrency=1):
+                with client.store.engine.begin() as conn:  # readable, not writable
+                    conn.exec_driver_sql(
+                        "CREATE TRIGGER no_journal BEFORE INSERT ON trio_agent_journal"
+                        " BEGIN SELECT RAISE(ABORT, 'the journal is read-only'); END"
+                    )
+                handle = await trio.to_thread.run_sync(client.submit, "s", "hello")
+                with (
+                    trio.fail_after(60),
+                    pytest.raises(DurableError, match="cannot record in the journal"),
+                ):
+                    await handle.wait()
+                assert handle.status() == "ERROR"  # failed, not left pending
+        finally:
+            await trio.to_thread.run_sync(client.close)
+    assert ran == ["echo"]  # the turn ran up to its first record's wait

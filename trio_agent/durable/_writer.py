@@ -57,13 +57,13 @@ class RecordWriter:
     def add(self, key: str, value: Any) -> None:
         """Queue a record; it is written soon, after every record queued before it.
 
-        Raises:
-            DurableError: an earlier write failed (the database is not writable).
+        Never raises: a failed write is raised by the next :meth:`flush` (the next
+        model call), not into the tool whose result is being recorded (the tool
+        worked; it is the journal that cannot keep it).
         """
-        if self.error is not None:
-            raise self.error
-        self._pending.append((key, value))
-        self._more.set()
+        if self.error is None:
+            self._pending.append((key, value))
+            self._more.set()
 
     async def run(self) -> None:
         """Write until :meth:`close`; on cancellation, write what is left (bounded)."""
