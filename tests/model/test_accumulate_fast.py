@@ -91,19 +91,79 @@ def streams(draw: st.DrawFn) -> list[dict[str, Any]]:
     return events
 
 
+def general(acc: MessageAccumulator, event: Mapping[str, Any]) -> Any:
+    """*event* through the general path alone (the reference the hot path must match)."""
+    try:
+        return ("ok", acc._state.feed(event))  # pyright: ignore[reportPrivateUsage]
+    except (StreamProtocolError, StreamLimitError) as exc:
+        return (type(exc).__name__, str(exc).partition(":")[0])
+
+
 @settings(max_examples=300, deadline=None)
 @given(streams(), st.integers(4, 40))
 def test_hot_path_matches_general_path(events: list[dict[str, Any]], limit: int) -> None:
-    """Every event fed as a dict (hot path eligible) and as a read-only mapping (never
-    eligible) gives the same result or error, the same message and statistics."""
+    """Every event fed by ``feed`` as a dict and as a read-only mapping (both hot path
+    eligible) gives what the general path alone gives: the same result or error, the
+    same message and statistics."""
     limits = StreamLimits(max_tool_input_bytes=limit)
-    fast, slow = MessageAccumulator(limits), MessageAccumulator(limits)
+    fast, proxied, slow = (MessageAccumulator(limits) for _ in range(3))
     for event in [START, *events]:
-        got = outcome(fast, event)
-        want = outcome(slow, types.MappingProxyType(event))
-        assert got == want, event
-        # Errors leave both in the same state too: carry on, to reach deeper states.
-        assert state(fast) == state(slow)
+        want = general(slow, event)
+        assert outcome(fast, event) == want, event
+        assert outcome(proxied, types.MappingProxyType(event)) == want, event
+        # Errors leave them in the same state too: carry on, to reach deeper states.
+        assert state(fast) == state(slow) == state(proxied)
+    # The hot path ran: the deltas it appended are in the open blocks' parts.
+    hot = fast._state.hot  # pyright: ignore[reportPrivateUsage]
+    assert hot is None or hot.parts == slow._state.hot.parts  # pyright: ignore[reportPrivateUsage, reportOptionalMemberAccess]
+
+
+class _Hostile(Mapping[str, Any]):
+    """A mapping whose every lookup of *key* raises *error* (and counts it)."""
+
+    def __init__(self, data: dict[str, Any], key: str, error: Exception) -> None:
+        self.data, self.key, self.error, self.lookups = data, key, error, 0
+
+    def __getitem__(self, key: str) -> Any:
+        if key == self.key:
+            self.lookups += 1
+            raise self.error
+        return self.data[key]
+
+    def __iter__(self) -> Any:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+@pytest.mark.parametrize(
+    "bad_delta", [[1, 2], "text_delta", None, 7, {"type": ["text_delta"], "text": "a"}]
+)
+def test_an_odd_delta_on_the_hot_path_is_a_typed_error(bad_delta: Any) -> None:
+    acc = MessageAccumulator()
+    acc.feed(START)
+    acc.feed(block_start(0, "text"))
+    acc.feed(delta(0, type="text_delta", text="a"))
+    with pytest.raises(StreamProtocolError):
+        acc.feed({"type": "content_block_delta", "index": 0, "delta": bad_delta})
+    assert acc.feed(delta(0, type="text_delta", text="b")) == []
+    assert acc.message.content == (TextBlock("ab"),)
+
+
+@pytest.mark.parametrize("key", ["index", "type", "delta"])
+def test_a_mapping_that_raises_takes_the_general_path(key: str) -> None:
+    """Whatever a hostile mapping raises on the hot path, the general path decides
+    (typed error or not): nothing untyped leaves ``feed``."""
+    acc = MessageAccumulator()
+    acc.feed(START)
+    acc.feed(block_start(0, "text"))
+    event = _Hostile(delta(0, type="text_delta", text="a"), key, ValueError("boom"))
+    with pytest.raises(StreamProtocolError):
+        acc.feed(event)
+    assert event.lookups >= 1  # the hot path (or the general one) did look
+    assert acc.feed(delta(0, type="text_delta", text="b")) == []
+    assert acc.message.content == (TextBlock("b"),)
 
 
 def test_boolean_index_is_not_block_one() -> None:

@@ -277,42 +277,44 @@ def _hot_feed(
 ) -> Callable[[Mapping[str, Any]], list[ContentBlock | AssistantMessage]]:
     """``feed``: the open block's appending deltas in a closure, the rest to *state*.
 
-    The open block's index, delta type and field, and its parts are cell variables,
-    re-read from ``state.hot`` after every event the general path took (only those
-    open or close a block). The closure refers to *state*, never to the accumulator,
+    The open block's index, delta type and field, and its parts' append are cell
+    variables, re-read from ``state.hot`` after every event the general path took
+    (only those open or close a block). The closure refers to *state*, never to the accumulator,
     so that no reference cycle keeps an accumulator alive after its last use.
     """
     general = state.feed
     block = Block(index=-1, kind="fixed", start={})
     index: object = _NO_INDEX
     dtype, field = "", ""
-    parts: list[str] = []
+    append = block.parts.append
     counted = False
 
     def feed(event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
-        # A text / thinking / tool input delta appended to the open block, with plain
-        # dicts and str: every check of the general path, done cheaply. Anything else,
-        # or anything unusual, takes the general path. ``index is ...``: JSON decoding
-        # shares the int objects of small indexes, so identity is a cheap exact test
-        # (and excludes True); a larger index just takes the general path.
-        nonlocal block, index, dtype, field, parts, counted
-        if type(event) is dict:
-            try:
-                if event["index"] is index and event["type"] == "content_block_delta":
-                    delta = event["delta"]  # pyright: ignore[reportUnknownVariableType]
-                    if type(delta) is dict and delta["type"] == dtype:
-                        value = delta[field]  # pyright: ignore[reportUnknownVariableType]
-                        if type(value) is str:
-                            if not counted:
-                                parts.append(value)  # counts the event (see Block)
-                                return []
-                            room = block.room - len(value)
-                            if room >= 0:
-                                block.room = room
-                                parts.append(value)
-                                return []
-            except KeyError:
-                pass
+        # A text / thinking / tool input delta appended to the open block: every check
+        # of the general path, done cheaply. Anything else, or anything unusual, takes
+        # the general path, which checks everything again: so no type test of the
+        # event or its delta is needed here (a list, a str or a None raises TypeError
+        # at the first subscript, any other Mapping answers as the general path reads
+        # it), only of the appended value. ``index is ...``: JSON decoding shares the
+        # int objects of small indexes, so identity is a cheap exact test (and
+        # excludes True); a larger index just takes the general path.
+        nonlocal block, index, dtype, field, append, counted
+        try:
+            if event["index"] is index and event["type"] == "content_block_delta":
+                delta = event["delta"]
+                if delta["type"] == dtype:
+                    value = delta[field]
+                    if type(value) is str:
+                        if not counted:
+                            append(value)  # counts the event (see Block)
+                            return []
+                        room = block.room - len(value)
+                        if room >= 0:
+                            block.room = room
+                            append(value)
+                            return []
+        except Exception:
+            pass  # the general path raises the typed error, if there is one
         try:
             return general(event)
         finally:
@@ -321,7 +323,7 @@ def _hot_feed(
                 index = _NO_INDEX
             else:
                 block, index, dtype, field = hot, hot.index, hot.hot_type, hot.hot_field
-                parts, counted = hot.parts, hot.counted
+                append, counted = hot.parts.append, hot.counted
 
     return feed
 
@@ -394,7 +396,12 @@ class _Accumulation:
         if not isinstance(event, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise StreamProtocolError(f"an event must be a mapping: {excerpt(repr(event))}")
         self._events += 1
-        etype = event.get("type")
+        try:
+            etype = event.get("type")
+        except Exception as exc:  # a hostile mapping: only typed errors leave
+            raise StreamProtocolError(
+                f"an event whose type cannot be read ({type(exc).__name__})"
+            ) from exc
         if etype == "ping":
             self._pings += 1
             return []
