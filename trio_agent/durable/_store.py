@@ -158,25 +158,27 @@ def tune_sqlite(engine: sa.Engine, *, wal: bool = False) -> None:
     benchmark runs on, ten of them per turn. In WAL mode with ``NORMAL`` a commit
     waits for none (0.02 ms) and is still durable when the process dies (``kill -9``,
     a crash): only a power cut or a crash of the machine's OS may lose the last
-    transactions, never consistency. Pooled connections are dropped, so that every
-    connection from now on is tuned.
+    transactions, never consistency. A connection is tuned when it is first checked
+    out of the pool, so an engine already in use (DBOS's, whose threads run) is
+    tuned without disturbing its pool.
     """
     if engine.dialect.name != "sqlite":
         return
-
-    def tune(dbapi_connection: Any, _record: Any) -> None:
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute("PRAGMA synchronous=NORMAL")
-        finally:
-            cursor.close()
-
-    if not event.contains(engine, "connect", tune):
-        event.listen(engine, "connect", tune)
-    engine.dispose()
+    event.listen(engine, "checkout", _tune_connection)
     if wal:
         with engine.connect() as conn:
             conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+
+
+def _tune_connection(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+    if record.info.get("trio_agent_tuned"):
+        return
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
+    record.info["trio_agent_tuned"] = True
 
 
 def _dumps(value: Any) -> str:
