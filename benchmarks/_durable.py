@@ -13,7 +13,9 @@ repeat, and each child times two phases after its setup (imports, DBOS launch):
 
 The durable child is the whole durable path in one process: a worker
 (``open_worker``, concurrency N) and a ``DurableClient`` that submits each turn and
-waits for its summary (DBOS polls the queue and the result every 50 ms). Its
+waits for its summary (the worker in the same process dequeues each submitted turn at
+once and tells the waiting client when it ends; DBOS's queue poll, every 50 ms, is
+what a submitter in another process waits for). Its
 database is a fresh SQLite file and, when ``TRIO_AGENT_BENCH_POSTGRES_URL`` names a
 Postgres server (``postgresql://user@host:port/any``), also a fresh database there
 (``bench_<random>``, left behind: point it at a throwaway cluster).
