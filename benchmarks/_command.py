@@ -11,6 +11,8 @@ reads.
 - ``cli_cpu``: the process CPU of ``run`` streaming 20,000 text deltas, each SSE
   event sent in its own chunk, plain and ``--json``: the whole process, and the
   part the deltas cost (the whole minus a one-delta answer's run);
+- ``cli_printer``: ``run``'s printer alone, in process (20,000 text deltas through a
+  memory channel, its output to a pipe), minus the channel alone;
 - ``peers-cli``: the same answers through the real Claude Code CLI (``claude -p``,
   installed by ``npm install --prefix`` into a cache directory) and through
   ``trio-agent run``, interleaved: CPU per 20,000 deltas, wall time and peak RSS
@@ -42,6 +44,7 @@ from ._report import Series
 
 __all__ = [
     "bench_cli_cpu",
+    "bench_cli_printer",
     "bench_exit",
     "bench_peers_cli",
     "bench_version",
@@ -232,6 +235,60 @@ def bench_cli_cpu(config: Config) -> list[Series]:
             whole.samples.append(run.cpu)
             part.samples.append(run.cpu - base)
         rows += [whole, part]
+    return rows
+
+
+# -- the printer alone, in process ---------------------------------------------------------
+
+
+async def _printer_cpu(deltas: int, as_json: bool | None) -> float:
+    """Process CPU of *deltas* text deltas through a memory channel into ``run``'s
+    printer (``print_events``), its output on a pipe to a ``cat`` process; with
+    *as_json* None, the channel alone (no printer)."""
+    import io
+
+    from trio_agent import TextDelta
+    from trio_agent._cli._agent import print_events
+    from trio_agent._cli._ask import HeldOutput
+    from trio_agent._cli._timeline import TurnRecorder
+
+    # The blocking pipe is the point: the CLI writes its stdout so, too.
+    cat = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)  # noqa: ASYNC220
+    assert cat.stdin is not None
+    target = io.TextIOWrapper(cat.stdin, encoding="utf-8")
+    send, receive = trio.open_memory_channel[Any](0)
+
+    async def produce() -> None:
+        async with send:
+            for _ in range(deltas):
+                await send.send(TextDelta("word", 0))
+
+    start = time.process_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(produce)
+        if as_json is None:
+            async for _ in receive:
+                pass
+        else:
+            recorder = TurnRecorder(trio.current_time)
+            await print_events(receive, recorder, HeldOutput(target), as_json=as_json)
+    cpu = time.process_time() - start
+    target.close()
+    cat.wait()
+    return cpu
+
+
+def bench_cli_printer(config: Config) -> list[Series]:
+    deltas = 2_000 if config.quick else DELTAS
+    rows: list[Series] = []
+    for label, as_json in (("the channel alone", None), ("plain", False), ("--json", True)):
+        metric = f"{deltas:,} text deltas into run's printer, {label}: CPU"
+        row = Series("cli_printer", "trio_agent", metric, "s")
+        if as_json is not None:
+            row.note = "in process, the output to a pipe (a cat process)"
+        for _ in range(max(config.repeat, 3)):
+            row.samples.append(trio.run(_printer_cpu, deltas, as_json))
+        rows.append(row)
     return rows
 
 

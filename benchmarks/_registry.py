@@ -104,6 +104,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         _command.bench_cli_cpu,
     ),
     Benchmark(
+        "cli_printer",
+        "`trio-agent run`'s printer alone: CPU per 20,000 text deltas, plain, --json",
+        _command.bench_cli_printer,
+    ),
+    Benchmark(
         "peers-cli",
         "trio-agent run vs the real Claude Code CLI on the same answers: CPU per 20,000 deltas,"
         " peak RSS (npm installs it; skipped without)",
