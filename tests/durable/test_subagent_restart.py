@@ -19,7 +19,7 @@ import trio
 
 from trio_agent import TextBlock, ToolUseBlock
 from trio_agent.durable import DurableClient
-from trio_agent.testing import ScriptedAnswer, ScriptedModel, Timing
+from trio_agent.testing import Faults, ScriptedAnswer, ScriptedModel, Timing
 
 APP = "subagent_app:agent"
 AGENT = "durable-subagent-test"
@@ -36,6 +36,7 @@ class SubagentModel(ScriptedModel):
     def __init__(self) -> None:
         super().__init__()
         self.asked: collections.Counter[tuple[str, int]] = collections.Counter()
+        self.stall_child_gate = False
 
     def respond(self, method, path, headers, content):
         body = json.loads(content)
@@ -50,7 +51,13 @@ class SubagentModel(ScriptedModel):
             ("child", 1): [ToolUseBlock(f"toolu_cgate_{n}", "child_gate", {})],
         }
         blocks = script.get((who, step), [TextBlock(f"{who} done")])
-        self.append(ScriptedAnswer(blocks=blocks, timing=FAST))
+        faults = Faults()
+        if self.stall_child_gate and (who, step, n) == ("child", 1, 1):
+            # The first child_gate answer stalls before its end: the gate runs (tools
+            # start mid-stream) while the answer is not recorded, whatever the timing.
+            end = len(ScriptedAnswer(blocks=blocks, timing=FAST).events()) - 2
+            faults = Faults(stall_before_event=end, stall_seconds=60.0)
+        self.append(ScriptedAnswer(blocks=blocks, timing=FAST, faults=faults))
         return super().respond(method, path, headers, content)
 
 
@@ -99,7 +106,9 @@ async def test_a_finished_subagent_is_not_run_again_after_a_restart(
 async def test_a_subagent_cut_mid_turn_runs_again_from_its_records(
     tmp_path: pathlib.Path, workers: Workers, wait_for, turn_model: SubagentModel
 ) -> None:
-    # Killed in the child's gate: its first answer and its effect were recorded.
+    # Killed in the child's gate, its answer still streaming (so not recorded): its
+    # first answer and its effect were recorded.
+    turn_model.stall_child_gate = True
     client, summary = await _restart(tmp_path, workers, wait_for, "hold-child", "childgate")
     try:
         assert summary.reason == "completed", workers.logs()
