@@ -67,6 +67,52 @@ def test_same_events_as_httpx_sse(body: list[tuple[str, str]], bom: bool, cuts: 
     assert parse(chunks) == reference(raw)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(lines, st.sampled_from(["\n", "\n", "\r", "\r\n"])), max_size=25),
+    st.booleans(),
+    st.lists(st.sampled_from([b"", b"\xff", b"\xe2\x82", b"\xc3"]), max_size=25),
+    st.lists(st.booleans(), max_size=60),
+)
+def test_chunks_of_whole_lines_as_httpx_sse(
+    body: list[tuple[str, str]], bom: bool, junk: list[bytes], cut: list[bool]
+) -> None:
+    """Chunks that end after an LF (the way streams arrive: the fast path of feed),
+    with invalid UTF-8, CRs and a BOM mixed in, give httpx-sse's events."""
+    pieces = [
+        (line.encode() + bad + end.encode())
+        for (line, end), bad in zip(body, junk + [b""] * 25, strict=False)
+    ]
+    raw = ("\ufeff".encode() if bom else b"") + b"".join(pieces)
+    chunks: list[bytes] = []
+    current = "\ufeff".encode() if bom else b""
+    for piece, split in zip(pieces, cut + [True] * len(pieces), strict=False):
+        current += piece
+        if split and current.endswith(b"\n"):
+            chunks.append(current)
+            current = b""
+    chunks.append(current)
+    parser = SSEParser(1 << 20)
+    got: list[str] = []
+    fast = 0
+    for chunk in chunks:
+        fast += parser._clean and chunk.endswith(b"\n") and b"\r" not in chunk  # pyright: ignore[reportPrivateUsage]
+        got.extend(parser.feed(chunk))
+    got.extend(parser.flush())
+    assert got == reference(raw)
+    if sum(1 for c in chunks if c.endswith(b"\n") and b"\r" not in c and len(c) >= 3) >= 2:
+        assert fast >= 1  # the fast path ran
+
+
+def test_the_fast_path_runs_on_a_stream_of_whole_events() -> None:
+    parser = SSEParser(1 << 20)
+    events = [f'event: x\ndata: {{"n": {i}}}\n\n'.encode() for i in range(5)]
+    assert parser.feed(events[0]) == ['{"n": 0}']
+    assert parser._clean  # pyright: ignore[reportPrivateUsage]
+    assert [parser.feed(e) for e in events[1:]] == [[f'{{"n": {i}}}'] for i in range(1, 5)]
+    assert parser.feed(b"data: \xff\n\n") == ["\ufffd"]
+
+
 def test_fields_comments_and_dispatch() -> None:
     body = (
         b": comment\n"

@@ -46,7 +46,7 @@ from ._pool import HTTPPool
 from ._protocol import RetryObserver
 from ._provider import ProviderEdge
 from ._sse import ResponseReader, SSEParser
-from ._stream import StreamEvent, StreamItem, StreamResult, StreamStatistics
+from ._stream import StreamItem, StreamResult, StreamStatistics, stream_event
 from ._watchdog import StallMeter, fail_after_parked
 
 __all__ = ["MAX_ERROR_BODY", "StreamSettings", "open_http_stream", "request_errors"]
@@ -265,7 +265,10 @@ class _HttpAttempt:
         self.buffer: list[StreamItem] = []
         self.request_id: str | None = None
         self.ttft: float | None = None
-        self.stall = StallMeter(settings.stall_timeout, trio.current_time())
+        #: ``trio.current_time`` without its lookups (one call per read): the run's
+        #: clock does not change while it runs.
+        self.clock = trio.lowlevel.current_clock().current_time
+        self.stall = StallMeter(settings.stall_timeout, self.clock())
         self.reader: ResponseReader | None = None
         self.parser = SSEParser(settings.limits.max_event_bytes)
         self.eof = False
@@ -417,7 +420,7 @@ class _HttpAttempt:
         accumulator = self.accumulator
         feed, feed_deltas = accumulator.feed, accumulator.feed_deltas
         message_for = accumulator.message_for
-        now = trio.current_time()
+        now = self.clock()
         active = False
         decoded: list[dict[str, Any]] = []
         failure: Exception | None = None
@@ -441,7 +444,7 @@ class _HttpAttempt:
                     # Appending deltas: their block's start was handed out already.
                     active = True
                     items.extend(
-                        [StreamEvent("content_block_delta", e) for e in decoded[position:run_end]]
+                        [stream_event("content_block_delta", e) for e in decoded[position:run_end]]
                     )
                     if run_end == end:
                         break
@@ -452,7 +455,7 @@ class _HttpAttempt:
                     active = True
                 done = feed(event)
                 out = items if self.handed_out else self.buffer
-                out.append(StreamEvent(etype, event))
+                out.append(stream_event(etype, event))
                 for block in done:
                     if not isinstance(block, AssistantMessage):
                         out.append(message_for(block))

@@ -58,6 +58,11 @@ class SSEParser:
         self._data: list[str] = []
         self.max_pending = max_pending + _SLACK
         self.pending = 0
+        #: Bytes fed so far, counted until the BOM is decided (3).
+        self._seen = 0
+        #: Whether both decoders hold nothing back: the last chunk ended a line with
+        #: LF, past the BOM (see :meth:`feed`).
+        self._clean = False
 
     def _decode_lines(self, lines: list[str]) -> list[str]:
         out: list[str] = []
@@ -81,8 +86,21 @@ class SSEParser:
 
     def feed(self, chunk: bytes) -> list[str]:
         self.pending += len(chunk)
-        text = self._text.decode(chunk)
-        events = self._decode_lines(self._lines.decode(text)) if text else []
+        if self._clean and chunk[-1:] == b"\n" and b"\r" not in chunk:
+            # The way a stream arrives (whole lines, each ended by LF), when neither
+            # decoder holds anything back: what they would do, in two calls. A chunk
+            # that ends with LF leaves no partial character (LF is never part of a
+            # multi-byte sequence) and no partial line; without CR, LF alone ends
+            # lines; past the first bytes, the BOM is decided.
+            lines = chunk.decode("utf-8", "replace").split("\n")
+            lines.pop()  # the empty text after the last LF
+            events = self._decode_lines(lines)
+        else:
+            text = self._text.decode(chunk)
+            events = self._decode_lines(self._lines.decode(text)) if text else []
+            if self._seen < 3:
+                self._seen += len(chunk)
+            self._clean = self._seen >= 3 and chunk[-1:] == b"\n"
         if self.pending > self.max_pending:
             raise StreamLimitError(
                 f"{self.pending} bytes without an event boundary exceed max_event_bytes"

@@ -75,6 +75,22 @@ class StreamEvent:
             return None
 
 
+_new = object.__new__
+_set_type = StreamEvent.__dict__["type"].__set__
+_set_data = StreamEvent.__dict__["data"].__set__
+
+
+def stream_event(etype: str, data: dict[str, Any]) -> StreamEvent:
+    """``StreamEvent(etype, data)`` at a third of its cost (the read path makes one
+    per server-sent event): the slots are set directly, as the frozen class's
+    ``__init__`` sets them through ``object.__setattr__`` (no field has a default,
+    converter or validator to skip)."""
+    event = _new(StreamEvent)
+    _set_type(event, etype)
+    _set_data(event, data)
+    return event
+
+
 @attrs.frozen
 class StreamStatistics:
     """What happened while streaming one answer (the successful attempt).
