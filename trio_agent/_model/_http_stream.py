@@ -352,62 +352,57 @@ class _HttpAttempt:
             except httpx.TransportError:
                 pass  # the connection is closed with the response anyway
 
-    async def _read(self) -> list[str]:
-        """The data of the events completed by the next chunk of the body (maybe none)."""
-        assert self.reader is not None
-        try:
-            if self.watched:
-                chunk = await self.reader.read()
-            else:
-                chunk = await fail_after_parked(self.reader.read(), self.idle_timeout)
-        except trio.TooSlowError:
-            raise StreamIdleTimeoutError(
-                f"no data for {self.idle_timeout}s (idle_timeout)"
-            ) from None
-        except httpx.ReadTimeout as exc:
-            raise StreamIdleTimeoutError(
-                f"no data for {self.idle_timeout}s (idle_timeout)"
-            ) from exc
-        except httpx.TransportError as exc:
-            raise StreamTruncatedError(
-                f"the connection broke mid-stream ({type(exc).__name__})"
-            ) from exc
-        if chunk is None:
-            self.eof = True
-            return self.parser.flush()
-        return self.parser.feed(chunk)
-
     async def next_items(self) -> list[StreamItem]:
         """Read until some items may be handed out: those of one chunk; never [].
 
         Each read is bounded by ``idle_timeout`` (see ``_watchdog.py``), so the
-        consumer's own time never counts.
+        consumer's own time never counts. (One coroutine from the read to the items:
+        every level of ``await`` costs its frame, and its pass at each suspension.)
         """
         if self.failure is not None:
             failure, self.failure = self.failure, None
             raise failure
+        reader, parser = self.reader, self.parser
+        assert reader is not None
         while True:
-            if (items := await self._next_chunk_items()) is not None:
+            if self.eof:
+                if self.decoder.events() == 0:
+                    raise StreamTruncatedError("the stream ended without any event")
+                raise StreamTruncatedError(f"the stream ended before {self.edge.provider.end}")
+            try:
+                if self.watched:
+                    chunk = await reader.read()
+                else:
+                    chunk = await fail_after_parked(reader.read(), self.idle_timeout)
+            except trio.TooSlowError:
+                raise StreamIdleTimeoutError(
+                    f"no data for {self.idle_timeout}s (idle_timeout)"
+                ) from None
+            except httpx.ReadTimeout as exc:
+                raise StreamIdleTimeoutError(
+                    f"no data for {self.idle_timeout}s (idle_timeout)"
+                ) from exc
+            except httpx.TransportError as exc:
+                raise StreamTruncatedError(
+                    f"the connection broke mid-stream ({type(exc).__name__})"
+                ) from exc
+            if chunk is None:
+                self.eof = True
+                events = parser.flush()
+            else:
+                events = parser.feed(chunk)
+            if not events:
+                continue
+            items: list[StreamItem] = []
+            try:
+                self._decode(events, items)
+            except Exception as exc:
+                if not items:
+                    raise
+                # Hand out what came before the error first, as if read separately.
+                self.failure = exc
+            if items:
                 return items
-
-    async def _next_chunk_items(self) -> list[StreamItem] | None:
-        """The items of the next chunk, or None if it completed no event."""
-        if self.eof:
-            if self.decoder.events() == 0:
-                raise StreamTruncatedError("the stream ended without any event")
-            raise StreamTruncatedError(f"the stream ended before {self.edge.provider.end}")
-        events = await self._read()
-        if not events:
-            return None
-        items: list[StreamItem] = []
-        try:
-            self._decode(events, items)
-        except Exception as exc:
-            if not items:
-                raise
-            # Hand out what came before the error first, as if read separately.
-            self.failure = exc
-        return items or None
 
     def _decode(self, events: list[str], items: list[StreamItem]) -> None:
         """Decode and accumulate *events* (one chunk's) into *items*, or hold them back
