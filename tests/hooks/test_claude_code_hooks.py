@@ -112,7 +112,15 @@ async def test_claude_code_hook_scripts_run_unchanged(tmp_path: Path) -> None:
     async with serve_scripted_model(model) as url:
         args = ["run", "tidy up", "--json", "--base-url", url, "--workspace", str(tmp_path)]
         run = await trio.run_process(
-            [sys.executable, "-m", "trio_agent._cli", *args, "--allow", "Bash,Write"],
+            [
+                sys.executable,
+                "-m",
+                "trio_agent._cli",
+                *args,
+                "--allow",
+                "Bash,Write",
+                "--project-hooks",
+            ],
             stdin=b"",
             capture_stdout=True,
             capture_stderr=True,
@@ -144,6 +152,41 @@ async def test_claude_code_hook_scripts_run_unchanged(tmp_path: Path) -> None:
     assert event["tool_use_id"] == "toolu_rm"
     assert event["cwd"] == str(tmp_path)
     assert event["session_id"]
+
+
+async def test_a_projects_hooks_run_only_when_trusted(tmp_path: Path) -> None:
+    # A cloned repository's .claude/settings.json is shell commands: the CLI runs them
+    # only with --project-hooks (and says so); the user's own hooks always run.
+    workspace, home = tmp_path / "repo", tmp_path / "home"
+    for root, name in [(workspace, "project"), (home, "user")]:
+        line = f"{PY} -c \"open('{tmp_path / name}.ran', 'w').close()\""
+        write_settings(root, {"PreToolUse": [{"hooks": [{"type": "command", "command": line}]}]})
+    for trusted in (False, True):
+        model = ScriptedModel(
+            [
+                ScriptedAnswer(blocks=[ToolUseBlock("toolu_1", "Bash", {"command": "true"})]),
+                ScriptedAnswer(blocks=[TextBlock("Done.")]),
+            ]
+        )
+        async with serve_scripted_model(model) as url:
+            args = ["run", "go", "--json", "--base-url", url, "--workspace", str(workspace)]
+            args += ["--allow", "Bash"] + (["--project-hooks"] if trusted else [])
+            run = await trio.run_process(
+                [sys.executable, "-m", "trio_agent._cli", *args],
+                stdin=b"",
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+                env=cli_env(HOME=str(home)),
+                cwd=str(workspace),
+            )
+        assert run.returncode == 0, run.stderr.decode()
+        assert len(model.requests) == 2  # the tool call ran and was answered
+        assert (tmp_path / "user.ran").exists()
+        assert (tmp_path / "project.ran").exists() is trusted
+        hint = "not running the hooks in .claude/settings.json"
+        assert (hint in run.stderr.decode()) is not trusted, run.stderr.decode()
+        (tmp_path / "user.ran").unlink()
 
 
 # -- the mapping itself, with real processes ------------------------------------------

@@ -54,7 +54,13 @@ from .._messages import Message, TextBlock, UserMessage
 from .._permissions import Deny
 from .._tools import ToolOutput
 
-__all__ = ["CommandHook", "claude_code_hooks", "load_settings_hooks"]
+__all__ = [
+    "CommandHook",
+    "claude_code_hooks",
+    "load_settings_hooks",
+    "project_hook_files",
+    "project_settings",
+]
 
 #: Seconds a hook command may run unless its ``timeout`` says otherwise (Claude Code's).
 DEFAULT_TIMEOUT: Final = 60.0
@@ -334,21 +340,38 @@ def load_settings_hooks(paths: Sequence[str]) -> dict[str, list[CommandHook]]:
     return found
 
 
+def project_settings(project_dir: str) -> list[str]:
+    """The project's own settings files (commands a cloned repository brings)."""
+    project_dir = os.path.abspath(project_dir)
+    return [
+        os.path.join(project_dir, ".claude", "settings.json"),
+        os.path.join(project_dir, ".claude", "settings.local.json"),
+    ]
+
+
+def project_hook_files(project_dir: str) -> list[str]:
+    """Those of :func:`project_settings` that set at least one command hook."""
+    return [path for path in project_settings(project_dir) if load_settings_hooks([path])]
+
+
 def claude_code_hooks(
     project_dir: str,
     *,
     transcript_path: str | None = None,
     home: str | None = None,
+    project: bool = True,
 ) -> Hooks | None:
     """The :class:`~trio_agent.Hooks` of Claude Code's settings for *project_dir*
-    (and the user's, under *home*: ``~`` by default), or None when none are set."""
+    (and the user's, under *home*: ``~`` by default), or None when none are set.
+
+    With ``project=False`` only the user's own settings are read: the project's
+    files are shell commands that came with the repository (the CLI runs them only
+    with ``--project-hooks``, as Claude Code runs them only in a trusted folder)."""
     project_dir = os.path.abspath(project_dir)
     home = home if home is not None else os.path.expanduser("~")
-    paths = [
-        os.path.join(home, ".claude", "settings.json"),
-        os.path.join(project_dir, ".claude", "settings.json"),
-        os.path.join(project_dir, ".claude", "settings.local.json"),
-    ]
+    paths = [os.path.join(home, ".claude", "settings.json")]
+    if project:
+        paths += project_settings(project_dir)
     found = load_settings_hooks(paths)
     if not found:
         return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections.abc import Sequence
 from typing import IO, Any, Final
 
@@ -23,7 +24,7 @@ from .._session import Session, read_transcript
 from .._tools import Tool
 from ._args import positive_int
 from ._errors import CommandError
-from ._hooks import claude_code_hooks
+from ._hooks import claude_code_hooks, project_hook_files
 from ._provider import PROVIDERS
 
 __all__ = [
@@ -125,6 +126,12 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
         "when an answer is cut by max_tokens)",
     )
     parser.add_argument(
+        "--project-hooks",
+        action="store_true",
+        help="also run the command hooks of the workspace's .claude/settings.json and "
+        "settings.local.json (default: only ~/.claude/settings.json's)",
+    )
+    parser.add_argument(
         "--json", action="store_true", help="print one JSON event per line (each has a 'type')"
     )
 
@@ -192,8 +199,19 @@ def open_session(
     existing = path is not None and os.path.exists(path) and os.path.getsize(path) > 0
     if args.resume and not existing:
         raise CommandError(f"--resume: no transcript at {args.resume}")
-    # Claude Code's command hooks (.claude/settings.json), as Claude Code runs them.
-    hooks = claude_code_hooks(getattr(args, "workspace", "."), transcript_path=path)
+    # Claude Code's command hooks (.claude/settings.json), as Claude Code runs them:
+    # the user's always, the project's (commands a cloned repository brings) only
+    # with --project-hooks.
+    workspace = getattr(args, "workspace", ".")
+    trusted = bool(getattr(args, "project_hooks", False))
+    if not trusted and (skipped := project_hook_files(workspace)):
+        names = ", ".join(os.path.relpath(p, workspace) for p in skipped)
+        print(
+            f"trio-agent: not running the hooks in {names} (shell commands from the "
+            "project); pass --project-hooks to run them",
+            file=sys.stderr,
+        )
+    hooks = claude_code_hooks(workspace, transcript_path=path, project=trusted)
     common: dict[str, Any] = {
         "max_tokens": args.max_tokens,
         "options": TurnOptions(can_use_tool=can_use_tool, hooks=hooks),
