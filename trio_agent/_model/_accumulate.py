@@ -29,6 +29,7 @@ from itertools import islice
 from typing import Any, ClassVar, TypeVar
 
 import attrs
+import jiter
 
 from .._exceptions import StreamLimitError, StreamProtocolError, excerpt
 from .._messages import (
@@ -195,7 +196,21 @@ class MessageAccumulator:
             StreamLimitError: the data is larger than ``limits.max_event_bytes``.
             StreamProtocolError: the data is not a JSON object with a string ``type``.
         """
-        event: Any = load_event(data, self.limits.max_event_bytes)
+        limit = self.limits.max_event_bytes
+        event: Any
+        if type(data) is str:
+            # load_event's first try inline (a call per event fewer): whatever it
+            # refuses (too large, a lone surrogate, not JSON to jiter) load_event
+            # decides, with its typed error.
+            try:
+                raw = data.encode()
+                if len(raw) > limit:
+                    raise ValueError("too large")
+                event = jiter.from_json(raw, allow_inf_nan=False)
+            except ValueError:
+                event = load_event(data, limit)
+        else:
+            event = load_event(data, limit)
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             raise StreamProtocolError(f"event is not an object with a type: {excerpt(data)}")
         return event  # pyright: ignore[reportUnknownVariableType]

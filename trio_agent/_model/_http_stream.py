@@ -192,7 +192,7 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
                     self._attempt_stack = contextlib.AsyncExitStack()
                     await attempt.open(self._attempt_stack)
                 items = await attempt.next_items()
-                if attempt.accumulator.stopped:
+                if attempt.stopped:
                     self._finished = True
                     await self._end_attempt(drain=True)
                     items.append(attempt.result(self._retries))
@@ -272,6 +272,8 @@ class _HttpAttempt:
         self.reader: ResponseReader | None = None
         self.parser = SSEParser(settings.limits.max_event_bytes)
         self.eof = False
+        #: The accumulator took the message_stop (a flag: read once per read).
+        self.stopped = False
         #: Whether httpcore's read timeout bounds the reads (see :meth:`next_items`).
         self.watched = False
         #: An error met after some items of the same read, raised at the next call.
@@ -462,6 +464,7 @@ class _HttpAttempt:
                         items.extend(self.buffer)
                         self.buffer = []
                     if etype == "message_stop":
+                        self.stopped = True
                         return  # anything after it is not read
             if failure is not None:
                 raise failure
