@@ -105,6 +105,9 @@ class _Loop:
     discarded: Attempt | None = None
     #: The typed output (``options.output_type``), or None.
     output: OutputTurn | None = None
+    #: ``(value,)`` the final-result tool accepted when a stop hook then blocked the
+    #: end: the turn's output unless the model calls the tool again.
+    held: tuple[Any] | None = None
     #: For a subagent's turn: its parent's ``hooks.subagent_stop``, bound to its name.
     subagent_stop: StopHook | None = None
     #: The subagents' turns the tools ran (TurnInfo.record_subagent), and how many of
@@ -336,27 +339,16 @@ class _Loop:
                 message="The answer hit max_tokens again after every recovery.",
             )
         value = None
-        if self.output is not None:
+        if self.held is not None:  # accepted before a stop hook blocked; no new call
+            (value,) = self.held
+        elif self.output is not None:
             checked = await self._answer_output(state, message)
             if not isinstance(checked, tuple):
                 return checked
             (value,) = checked
-        blocked = await self._stop_hooks(_append(state, message))
-        if isinstance(blocked, TurnEnd):
-            return blocked
+        blocked = await self._stop(state, message, value)
         if blocked is not None:
-            if state.stop_hook_blocks >= self.options.max_stop_hook_blocks:
-                return await self._end(
-                    _append(state, message),
-                    TurnEndReason.STOP_HOOK_LIMIT,
-                    message=(
-                        f"The stop hooks blocked the end {state.stop_hook_blocks} times"
-                        f" (max_stop_hook_blocks={self.options.max_stop_hook_blocks}); the turn ends."
-                    ),
-                )
-            state = rec.stop_hook_block(state, message, blocked)
-            await self.send.send(state.messages[-1])
-            return state
+            return blocked
         if (
             self.output is None
             and self.options.token_budget is not None
@@ -382,10 +374,13 @@ class _Loop:
             return None
         for call in calls:
             if call.id in self.output.accepted:
+                value = self.output.accepted[call.id]
+                self.held = (value,)
+                blocked = await self._stop(state, message, value, results)
+                if blocked is not None:
+                    return blocked
                 return await self._end(
-                    _append(state, message, results),
-                    TurnEndReason.COMPLETED,
-                    output=self.output.accepted[call.id],
+                    _append(state, message, results), TurnEndReason.COMPLETED, output=value
                 )
         first = calls[0].id
         reason = self.output.refused.get(first) or _result_text(results, first)
@@ -626,6 +621,35 @@ class _Loop:
             await self.send.send(Compacted(messages))
             return rec.compacted(state, messages)
         return await self._end(state, TurnEndReason.ABORTED_STREAMING, self._why_aborted())
+
+    async def _stop(
+        self,
+        state: State,
+        message: AssistantMessage,
+        value: Any,
+        results: UserMessage | None = None,
+    ) -> State | TurnEnd | None:
+        """The stop hooks on the end by *message* (and its *results*, when the
+        final-result tool ended it): None to end, else the turn going on with the
+        hooks' reason, or its end (a hook failed, the turn was aborted, or past
+        ``max_stop_hook_blocks``, with the output *value* it had)."""
+        ending = _append(state, message) if results is None else _append(state, message, results)
+        blocked = await self._stop_hooks(ending)
+        if blocked is None or isinstance(blocked, TurnEnd):
+            return blocked
+        if state.stop_hook_blocks >= self.options.max_stop_hook_blocks:
+            return await self._end(
+                ending,
+                TurnEndReason.STOP_HOOK_LIMIT,
+                message=(
+                    f"The stop hooks blocked the end {state.stop_hook_blocks} times"
+                    f" (max_stop_hook_blocks={self.options.max_stop_hook_blocks}); the turn ends."
+                ),
+                output=value,
+            )
+        state = rec.stop_hook_block(state, message, blocked, results)
+        await self.send.send(state.messages[-1])
+        return state
 
     async def _stop_hooks(self, state: State) -> str | TurnEnd | None:
         """Run every stop hook on the history; the blocking messages joined, or None."""

@@ -313,13 +313,19 @@ def pause(state: State, message: AssistantMessage) -> State:
     return _go(state, TransitionReason.PAUSE_TURN, turn_count=state.turn_count + 1, paused=message)
 
 
-def stop_hook_block(state: State, message: AssistantMessage, text: str) -> State:
-    """A stop hook refused the end: append the answer and the hook's message; the
-    hooks see ``stop_hook_active`` from now on in this turn."""
+def stop_hook_block(
+    state: State, message: AssistantMessage, text: str, results: UserMessage | None = None
+) -> State:
+    """A stop hook refused the end: append the answer (and its tool *results*, when
+    it ended with the final-result tool) and the hook's message; the hooks see
+    ``stop_hook_active`` from now on in this turn."""
+    added = (
+        (message, UserMessage(text)) if results is None else (message, results, UserMessage(text))
+    )
     return _go(
         state,
         TransitionReason.STOP_HOOK_BLOCKING,
-        messages=(*state.messages, message, UserMessage(text)),
+        messages=(*state.messages, *added),
         turn_count=state.turn_count + 1,
         max_output_tokens_recovery_count=0,
         stop_hook_active=True,
