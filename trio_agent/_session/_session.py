@@ -43,6 +43,7 @@ from .._options import TurnOptions, check_max_tokens
 from .._permissions import PermissionDecision
 from .._tools import Tool, tools_by_name
 from ._run import RunResult, RunWatch, with_output_type
+from ._timeline import TurnRecorder, instrument
 from ._transcript import Transcript, TranscriptWriter, read_transcript, repair_history
 
 __all__ = ["Session", "estimate_cost"]
@@ -151,6 +152,10 @@ class Session:
     _turn_blocks: list[ContentBlock] = attrs.field(factory=list[ContentBlock], init=False)
     _turn_results: dict[str, ToolResult] = attrs.field(factory=dict[str, ToolResult], init=False)
     _turn_ended: bool = attrs.field(default=False, init=False)
+    # The running turn's timeline (with a transcript): one ``timeline`` line per
+    # model call, written when the next call begins or the turn ends.
+    _timeline: TurnRecorder | None = attrs.field(default=None, init=False)
+    _timeline_ids: dict[int, str] = attrs.field(factory=dict[int, str], init=False)
     _owns_client: bool = attrs.field(default=False, init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -381,6 +386,8 @@ class Session:
         self._busy = True
         self._turn_usage = Usage(cost_usd=0.0)
         self._turn_blocks, self._turn_results, self._turn_ended = [], {}, False
+        self._timeline_ids = {}
+        self._timeline = None if self.transcript_path is None else TurnRecorder(trio.current_time)
         try:
             async with self._turn(message, pending, approvals) as events:
                 yield events
@@ -470,10 +477,11 @@ class Session:
     ) -> AsyncGenerator[trio.abc.ReceiveChannel[QueryEvent]]:
         control = self._control = TurnControl()
         history = self.messages if prompt is None else (*self.messages, prompt)
+        tools = self.tools if self._timeline is None else instrument(self.tools, self._timeline)
         async with query(
             self.client,
             history,
-            tools=self.tools,
+            tools=tools,
             model=self.model,
             system=self.system,
             max_tokens=self.max_tokens,
@@ -492,6 +500,8 @@ class Session:
 
     def _on_event(self, event: QueryEvent) -> None:
         """Keep the history, the transcript and the usage up to date with *event*."""
+        if self._timeline is not None:
+            self._time(self._timeline, event)
         if isinstance(event, (AssistantMessage, UserMessage)):
             self._pending = None  # a new message answers (or follows) pending calls
             self._record(event)
@@ -524,6 +534,23 @@ class Session:
                 self._subagent_usage[run.agent] = spent + run.end.usage
                 if self.transcript_path is not None:
                     self._open_writer().append_subagent(run)
+
+    def _time(self, timeline: TurnRecorder, event: QueryEvent) -> None:
+        """Feed *event* to the turn's timeline; write a model call's ``timeline`` line
+        once it is over (the next call begins, or the turn ends)."""
+        if isinstance(event, Transition):
+            self._write_timeline(timeline)
+        timeline.feed(event)
+        if isinstance(event, AssistantMessage):
+            self._timeline_ids[timeline.current.index] = event.id
+        elif isinstance(event, TurnEnd):
+            self._write_timeline(timeline)
+            self._timeline = None
+
+    def _write_timeline(self, timeline: TurnRecorder) -> None:
+        call = timeline.current
+        record = timeline.call_record(call, origin=call.started_at)
+        self._open_writer().append_timeline(record, self._timeline_ids.get(call.index))
 
 
 @final

@@ -10,6 +10,12 @@ File format (UTF-8, one JSON object per line)::
     {"type": "subagent", "agent": "...", "tool_use_id": "...", "reason": "...",
      "turns": 2, "usage": {...}, "cost_usd": 0.0123, "messages": [...],
      "subagents": [...], "ts": ...}
+    {"type": "timeline", "index": 1, "reason": "prompt", "message_id": "msg_..." | null,
+     "started_at": 0.0, "stream_ended_at": 1.2 | null,
+     "blocks": [{"t": 0.4, "index": 0, "block": "text (12 chars)"}, ...],
+     "tools": [{"tool_use_id": "...", "call": "read(path=...)", "state": "done",
+                "started_at": 0.5 | null, "ended_at": 1.5 | null}, ...],
+     "saved": 0.7, "ts": ...}
 
 A ``history`` line replaces the whole history at once (after a compaction, or when
 the loop rewrote the turn's messages, e.g. dropping a failed attempt); being one
@@ -19,7 +25,13 @@ stay unanswered (not repaired) until a later message line answers them. A
 ``subagent`` line is a subagent's turn that the tool call ``tool_use_id`` ran
 (:func:`trio_agent.subagent`), its own subagents' turns nested in it: it is not part
 of the history (a resumed session does not replay it); :attr:`Transcript.subagents`
-holds it, and ``trio-agent replay`` shows it under its call.
+holds it, and ``trio-agent replay`` shows it under its call. A ``timeline`` line
+is one model call's timeline (what ``trio-agent demo`` prints; the viewer draws it),
+written once the call is over: when its stream ended, when each block finished
+streaming, when each tool started and ended and how it ended (``state``: done,
+error, cancelled...), in seconds since the call began, as the session's consumer
+received the events; ``message_id`` is the call's answer, null when it gave none.
+It is not part of the history either (:attr:`Transcript.timelines`).
 
 Each line is written with a single ``os.write`` of the whole line, newline
 included, on a file opened with ``O_APPEND``, so a crash leaves at most one torn
@@ -35,6 +47,7 @@ corrupt line anywhere else is a :class:`TranscriptError` naming the line.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -172,6 +185,11 @@ class TranscriptWriter:
         """Append one line recording a subagent's turn (its own subagents nested)."""
         self._write({**_subagent_record(run), "ts": _now()})
 
+    def append_timeline(self, record: Mapping[str, Any], message_id: str | None) -> None:
+        """Append one model call's ``timeline`` line (``TurnRecorder.call_record()``'s
+        *record*, relative to the call's start), *message_id* the call's answer."""
+        self._write({"type": "timeline", **record, "message_id": message_id, "ts": _now()})
+
     def sync(self) -> None:
         """Make every line written so far durable (``fsync``)."""
         if self._fd is not None:
@@ -200,6 +218,8 @@ class Transcript:
             (then that message's tool uses are not all answered).
         subagents: the subagents' turns the session's tool calls ran, in the order
             they were recorded (not part of *messages*).
+        timelines: the ``timeline`` records, one per model call, in order (checked,
+            as written; not part of *messages*).
     """
 
     model: str | None
@@ -210,6 +230,7 @@ class Transcript:
     repaired_tool_use_ids: tuple[str, ...] = ()
     pending: PendingApprovals | None = None
     subagents: tuple[SubagentTurn, ...] = ()
+    timelines: tuple[Mapping[str, Any], ...] = ()
 
 
 def _subagent_record(run: SubagentTurn) -> dict[str, Any]:
@@ -262,6 +283,54 @@ def _read_subagent(record: Mapping[str, Any], lineno: int, raw: bytes) -> Subage
         ),
     )
     return SubagentTurn(agent, tool_use_id, end)
+
+
+def _is_time(value: object, *, optional: bool = False) -> bool:
+    if value is None:
+        return optional
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _all(items: object, check: Callable[[Mapping[str, Any]], bool]) -> bool:
+    return isinstance(items, list) and all(
+        isinstance(i, Mapping) and check(cast("Mapping[str, Any]", i))
+        for i in cast("list[Any]", items)
+    )
+
+
+def _read_timeline(record: Mapping[str, Any], lineno: int, raw: bytes) -> Mapping[str, Any]:
+    """A ``timeline`` record, checked: a model call's times (see the module docstring)."""
+    index, message_id = record.get("index"), record.get("message_id")
+    if not (
+        isinstance(index, int)
+        and not isinstance(index, bool)
+        and isinstance(record.get("reason"), str)
+        and (message_id is None or isinstance(message_id, str))
+        and _is_time(record.get("started_at"))
+        and _is_time(record.get("stream_ended_at"), optional=True)
+        and _is_time(record.get("saved"))
+        and _all(
+            record.get("blocks"),
+            lambda b: (
+                _is_time(b.get("t"))
+                and isinstance(b.get("index"), int)
+                and not isinstance(b.get("index"), bool)
+                and isinstance(b.get("block"), str)
+            ),
+        )
+        and _all(
+            record.get("tools"),
+            lambda t: (
+                isinstance(t.get("tool_use_id"), str)
+                and isinstance(t.get("call"), str)
+                and isinstance(t.get("state"), str)
+                and _is_time(t.get("started_at"), optional=True)
+                and _is_time(t.get("ended_at"), optional=True)
+            ),
+        )
+    ):
+        raise TranscriptError(f"line {lineno}: a bad timeline record: {excerpt(raw)}")
+    return record
 
 
 def _parse_line(raw: bytes, lineno: int) -> Mapping[str, Any]:
@@ -417,6 +486,7 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
     valid_length = 0
     pending: PendingApprovals | None = None
     subagents: list[SubagentTurn] = []
+    timelines: list[Mapping[str, Any]] = []
     torn = False
     offset = 0
     lineno = 0
@@ -448,6 +518,8 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
             pending = None
         elif kind == "subagent":
             subagents.append(_read_subagent(record, lineno, raw))
+        elif kind == "timeline":
+            timelines.append(_read_timeline(record, lineno, raw))
         elif kind == "pending":
             try:
                 pending = PendingApprovals.from_api(record.get("pending"))
@@ -470,6 +542,7 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
         repaired_tool_use_ids=ids,
         pending=pending,
         subagents=tuple(subagents),
+        timelines=tuple(timelines),
     )
 
 
