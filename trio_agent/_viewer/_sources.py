@@ -5,7 +5,8 @@ Everything is read, never written. A file is one session:
 - a transcript (its first line a ``header``: what ``Session(transcript_path=...)``
   writes): the conversation, its compactions (``history`` lines), the calls that
   await approval (``pending``) and the subagents' turns (``subagent`` lines), each
-  nested under the tool call that ran it;
+  nested under the tool call that ran it, and each model call's timeline
+  (``timeline`` lines, drawn on its answer);
 - an event log (lines whose ``type`` is an event's class name, ``AssistantMessage``,
   ``TurnEnd``...: what ``trio-agent demo --json`` and ``run --json`` print): the conversation too, and what only events tell: each
   turn's end reason, the retries and discarded attempts, the errors, and the
@@ -147,6 +148,8 @@ class _Builder:
     #: to (its answer; a discarded attempt's note): a Transition starts a call.
     calls: list[list[Item]] = attrs.field(factory=lambda: [[]])
     seen_ids: set[str] = attrs.field(factory=set[str])
+    #: The answers by message id (a transcript's ``timeline`` line names its answer).
+    answers: dict[str, Item] = attrs.field(factory=dict[str, Item])
     prompts: int = 0
 
     def note(self, text: str, level: str = "info") -> None:
@@ -234,6 +237,18 @@ class _Builder:
             self.view.end = f"stop: {stop}"
         self.calls[-1].append(item)
         self.view.items.append(item)
+        if isinstance(message_id, str) and message_id:
+            self.answers[message_id] = item
+
+    def timeline(self, record: Mapping[str, Any]) -> None:
+        """A transcript's ``timeline`` line: drawn on the answer it names, or on a note
+        of its own (a model call without an answer)."""
+        answer = self.answers.get(str(record.get("message_id")))
+        if answer is not None and answer.timeline is None:
+            answer.timeline = dict(record)
+        else:
+            self.note(f"model call {str(record.get('index', '?'))[:20]} (no answer)", "warn")
+            self.view.items[-1].timeline = dict(record)
 
     def subagent(self, record: Mapping[str, Any], *, depth: int) -> None:
         """A ``subagent`` record: its turn nested under the tool call that ran it (its
@@ -365,6 +380,8 @@ def _transcript(builder: _Builder, records: Iterable[Mapping[str, Any]]) -> None
             builder.view.end = "awaiting_approval"
         elif kind == "subagent":
             builder.subagent(record, depth=0)
+        elif kind == "timeline":
+            builder.timeline(record)
         else:
             builder.note(f"unknown line type {str(kind)[:80]!r}", "warn")
     builder.view.turns = builder.prompts
