@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import pathlib
+import threading
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -66,6 +68,38 @@ async def test_a_stopping_worker_writes_what_is_left(tmp_path: pathlib.Path) -> 
             nursery.cancel_scope.cancel()  # the worker stops before the writer ran
         assert store.journal("t") == {"a": 1, "b": 2}
     finally:
+        store.close()
+
+
+async def test_a_batch_cut_while_it_is_written_is_still_written(tmp_path: pathlib.Path) -> None:
+    # The worker stops while the writer's thread holds a batch (the thread is
+    # abandoned, as a cancelled to_thread is): the batch is owed, and the stopping
+    # writer writes it, not only what was queued after it.
+    store = _store(tmp_path)
+    gate = threading.Event()
+    inserts: list[int] = []
+
+    def hold_the_first_insert(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT"):
+            inserts.append(1)
+            if len(inserts) == 1:
+                gate.wait(10)
+
+    sa.event.listen(store.engine, "before_cursor_execute", hold_the_first_insert)
+    try:
+        writer = RecordWriter(store, "t")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer.run)
+            writer.add("a", 1)
+            while not inserts:  # the thread is inside the first batch's INSERT
+                await trio.sleep(0.001)
+            writer.add("b", 2)
+            nursery.cancel_scope.cancel()
+        assert len(inserts) == 2  # the cut batch went again, with the one after it
+        gate.set()
+        assert store.journal("t") == {"a": 1, "b": 2}
+    finally:
+        gate.set()
         store.close()
 
 

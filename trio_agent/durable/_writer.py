@@ -115,6 +115,12 @@ class RecordWriter:
             except DurableError as exc:
                 self.error = exc
                 return
+            except BaseException:
+                # Cancelled before or while the thread wrote: the batch is still owed
+                # (the stopping worker's last flush writes it; a write that did land
+                # is not doubled, the first record of a key wins).
+                self._pending[:0] = batch
+                raise
             finally:
                 self._writing = False
                 self._batch_done.set()
