@@ -56,14 +56,16 @@ def tools_table(recorder: TurnRecorder, width: int = 80) -> Table:
     table.add_column("time", justify="right", width=7, no_wrap=True)
     table.add_column("latest output", ratio=1, no_wrap=True, overflow="ellipsis")
     now = recorder.now()
-    for row in recorder.tools.values():
-        table.add_row(
-            str(row.call),
-            Text(printable(row.summary)),  # Text: a "[" in a command is no markup
-            Text(row.state, style=STYLES[row.state]),
-            _duration(row, now),
-            Text(row.progress or "", style="dim" if row.state != "executing" else ""),
-        )
+    for top in recorder.tools.values():
+        for row in (top, *top.children):  # a subagent's calls indented under its own
+            indent = "  " * row.depth + "↳ " if row.depth else ""
+            table.add_row(
+                "" if row.depth else str(row.call),
+                Text(indent + printable(row.summary)),  # Text: a "[" is no markup
+                Text(row.state, style=STYLES[row.state]),
+                _duration(row, now),
+                Text(row.progress or "", style="dim" if row.state != "executing" else ""),
+            )
     return table
 
 

@@ -39,6 +39,12 @@ from .._loop import (
     TurnEnd,
 )
 from .._messages import AssistantMessage, ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from .._subagent import (
+    SubagentText,
+    SubagentToolFinished,
+    SubagentToolProgress,
+    SubagentToolStarted,
+)
 from .._tools import Tool, ToolContext, ToolReturn
 
 __all__ = ["ModelCall", "ToolRow", "ToolState", "TurnRecorder", "instrument", "printable"]
@@ -82,6 +88,20 @@ class ToolRow:
     progress: str | None = None
     started_at: float | None = None
     ended_at: float | None = None
+    #: A subagent's calls: its tool's, and its subagents' (``depth`` 1 and deeper),
+    #: in the order they started, from the call's typed progress.
+    children: list[ToolRow] = attrs.field(factory=list["ToolRow"])
+    #: 0 for the turn's own calls; a subagent's call is one deeper than its caller.
+    depth: int = 0
+
+    def child(
+        self, step: SubagentToolStarted | SubagentToolProgress | SubagentToolFinished
+    ) -> ToolRow | None:
+        """The row of the subagent call *step* names (None: it never started here)."""
+        for row in self.children:
+            if row.tool_use_id == step.tool_use_id and row.depth == step.depth:
+                return row
+        return None
 
 
 @attrs.define
@@ -190,8 +210,7 @@ class TurnRecorder:
         elif isinstance(event, ToolProgress):
             row = self.tools.get(event.tool_use_id)
             if row is not None:
-                lines = printable(str(event.data)).strip().splitlines()
-                row.progress = lines[-1] if lines else row.progress
+                self._progress(row, event.data)
         elif isinstance(event, ToolFinished | ToolResult):
             row = self.tools.get(event.tool_use_id)
             if row is not None and row.state in ("streaming", "queued", "executing"):
@@ -206,6 +225,9 @@ class TurnRecorder:
             for row in self.tools.values():  # cut while its input streamed (Ctrl+C)
                 if row.state == "streaming":
                     row.state = "cancelled"
+                for child in row.children:  # its subagent ended before saying so
+                    if child.ended_at is None:
+                        child.state, child.ended_at = "cancelled", self.now()
         elif isinstance(event, Transition):
             call = ModelCall(event.turn, self.now(), str(event.reason), text_from=len(self.text))
             self.calls.append(call)
@@ -221,6 +243,46 @@ class TurnRecorder:
             self.text.append(
                 f"[overloaded: falling back from {event.from_model} to {event.to_model}]\n"
             )
+
+    def _progress(self, row: ToolRow, data: object) -> None:
+        if isinstance(data, SubagentText):
+            return  # a subagent's text: its calls and its result are what the row shows
+        if isinstance(data, SubagentToolStarted):
+            if row.child(data) is None:
+                now = self.now()
+                summary = summarize_call(data.name, data.input, limit=_SUMMARY)
+                row.children.append(
+                    ToolRow(
+                        data.tool_use_id,
+                        data.name,
+                        summary,
+                        row.call,
+                        now,
+                        "executing",
+                        started_at=now,
+                        depth=data.depth,
+                    )
+                )
+            return
+        if isinstance(data, SubagentToolFinished):
+            child = row.child(data)
+            if child is not None and child.ended_at is None:
+                child.state = (
+                    "cancelled"
+                    if data.abort_reason is not None
+                    else "error"
+                    if data.is_error
+                    else "done"
+                )
+                child.ended_at = self.now()
+            return
+        if isinstance(data, SubagentToolProgress):
+            child = row.child(data)
+            if child is None:
+                return
+            row, data = child, data.data
+        lines = printable(str(data)).strip().splitlines()
+        row.progress = lines[-1] if lines else row.progress
 
     def _streaming(self, tool_use_id: str) -> bool:
         return self.tools[tool_use_id].state == "streaming"
