@@ -20,7 +20,7 @@ import attrs
 import jiter
 
 from .._hooks import ToolCall
-from .._messages import AssistantMessage, ToolUseBlock
+from .._messages import AssistantMessage, ToolResultBlock, ToolUseBlock, UserMessage
 from .._model import StreamEvent
 from .._options import TurnOptions
 from .._output import (
@@ -32,7 +32,7 @@ from .._output import (
     run_validators,
 )
 from .._permissions import Allow, PermissionDecision
-from .._tools import Tool, ToolContext, ToolOutput
+from .._tools import Tool, ToolContext, ToolOutput, plain_json
 from ._tool_input import GROWTH, MIN_STEP, ToolInputDelta
 
 __all__ = ["ACCEPTED", "OutputTurn", "PartialOutput", "PartialText"]
@@ -150,6 +150,23 @@ class OutputTurn:
             return ToolOutput(f"The final result was refused: {reason}", is_error=True)
         self.accepted[ctx.tool_use_id] = reason[0]
         return ACCEPTED
+
+    def recall(self, message: AssistantMessage, results: UserMessage) -> None:
+        """Take back what an earlier ``query`` accepted of *message*'s final-result
+        calls (the turn paused for approvals after them): a call whose result in
+        *results* is :data:`ACCEPTED` is accepted, its input built again (the
+        validators accepted it then); the others' results say why they were refused."""
+        accepted = {
+            b.tool_use_id
+            for b in results.content
+            if isinstance(b, ToolResultBlock) and b.content == ACCEPTED and not b.is_error
+        }
+        for call in self.final_calls(message):
+            if call.id in accepted and call.id not in self.accepted:
+                try:
+                    self.accepted[call.id] = self.spec.build(plain_json(call.input))
+                except InvalidOutput as exc:  # the output type changed meanwhile
+                    self.refused[call.id] = str(exc)
 
     async def check(self, data: Any) -> str | tuple[Any]:
         """``(value,)`` when *data* builds a value every validator accepts, else

@@ -196,6 +196,14 @@ class _Loop:
             )
         results = UserMessage(tuple(blocks[u.id] for u in answer.tool_uses))
         await self.send.send(results)
+        if not stopped and self.output is not None and not self.output.native:
+            # The answer's final result was checked in the turn that deferred: what
+            # it accepted is the output now (its result says so), as in _decide.
+            self.output.recall(answer, results)
+            before = attrs.evolve(state, messages=state.messages[:-1])
+            ended = await self._tool_output(before, answer, results)
+            if ended is not None:
+                return ended
         state = rec.approved(state, results)
         if stopped:
             why = self._why_aborted(attempt)
