@@ -294,3 +294,32 @@ def test_a_good_timeline_line_reads_back_as_written(tmp_path: Path) -> None:
     transcript = read_transcript(path)
     assert transcript.timelines == (GOOD,)
     assert [m.role for m in transcript.messages] == ["user"]
+
+
+def test_replay_of_a_transcript_with_timelines_prints_the_conversation_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `trio-agent replay` reads the timeline lines (read_transcript checks them) and
+    # prints the conversation: the same output, plain and --json, as without them.
+    from trio_agent._cli import main
+
+    path = tmp_path / "t.jsonl"
+    trio.run(write_session, path, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert len(timeline_lines(path)) == 2
+    bare = tmp_path / "bare.jsonl"
+    bare.write_bytes(
+        b"".join(
+            line + b"\n"
+            for line in path.read_bytes().splitlines()
+            if json.loads(line)["type"] != "timeline"
+        )
+    )
+    for flags in ([], ["--json"]):
+        assert main(["replay", *flags, str(path)]) == 0
+        with_lines = capsys.readouterr()
+        assert main(["replay", *flags, str(bare)]) == 0
+        without = capsys.readouterr()
+        assert with_lines.err == without.err == ""
+        assert with_lines.out == without.out
+        assert "a is fine, b broke." in with_lines.out
+        assert "timeline" not in with_lines.out
