@@ -404,7 +404,13 @@ class Cassette:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_text(json.dumps(self.to_json(), ensure_ascii=False, indent=1) + "\n", "utf-8")
+        data = self.to_json()
+        text = json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+        try:
+            encoded = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (a tool's output): kept as \udXXX
+            encoded = (json.dumps(data, indent=1) + "\n").encode("ascii")
+        tmp.write_bytes(encoded)
         tmp.replace(target)
 
     @classmethod
