@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from trio_agent import TurnOptions
@@ -40,6 +40,7 @@ SPECS = [output_spec(Person), output_spec(list[Person]), output_spec(int)]
 
 
 @given(spec=st.sampled_from(SPECS), value=json_values)
+@example(spec=SPECS[0], value={"name": "Ada", "age": 36})  # built: the checks run
 def test_build_gives_the_type_or_refuses(spec: Any, value: Any) -> None:
     try:
         built = spec.build(value)
@@ -55,6 +56,7 @@ def test_build_gives_the_type_or_refuses(spec: Any, value: Any) -> None:
 
 
 @given(text=st.lists(st.characters(), max_size=60).map("".join) | json_values.map(json.dumps))
+@example(text='{"name": "Ada", "age": 36}')  # built: the check runs
 def test_parse_text_gives_the_type_or_refuses(text: str) -> None:
     spec = output_spec(Person)
     assert spec is not None

@@ -16,7 +16,7 @@ import stat
 import subprocess
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from trio_agent.tools import Bash, Workspace
@@ -173,6 +173,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(command=commands())
+@example(command="ls -la; grep -r x . | head -3")  # the subject runs, whatever is drawn
 def test_what_is_called_read_only_changes_nothing(
     command: str, pristine: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trio_agent import (
@@ -70,6 +70,7 @@ histories = st.lists(messages, max_size=6)
 
 @settings(max_examples=400, deadline=None)
 @given(histories)
+@example([UserMessage("hello")])  # accepted: the oracle runs, whatever is drawn
 def test_what_the_check_accepts_the_api_accepts(history: list[Message]) -> None:
     """The oracle: ``trio_agent.testing.check_history`` (the API's rules)."""
     try:
