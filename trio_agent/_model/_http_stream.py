@@ -162,6 +162,24 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
             await trio.lowlevel.checkpoint_if_cancelled()
             self._next = index + 1
             return items[index]
+        return await self._read()
+
+    async def __anext__(self) -> StreamItem:
+        # receive()'s first lines again, and _read() awaited here rather than through
+        # receive(): ``async for``, how a stream is read, pays one frame per item
+        # and per read, not the two of ReceiveChannel.__anext__ around receive().
+        items, index = self._items, self._next
+        if index < len(items):
+            await trio.lowlevel.checkpoint_if_cancelled()
+            self._next = index + 1
+            return items[index]
+        try:
+            return await self._read()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+    async def _read(self) -> StreamItem:
+        """The first item of the next chunk: read, retrying before any content."""
         if self._closed:
             raise trio.ClosedResourceError("the stream's channel is closed")
         if self._busy:
@@ -173,61 +191,56 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
             await trio.lowlevel.cancel_shielded_checkpoint()
             raise trio.EndOfChannel
         self._busy = True
-        try:
-            items = await self._read_items()
-        finally:
-            self._busy = False
-        self._items, self._next = items, 1
-        return items[0]
-
-    async def _read_items(self) -> list[StreamItem]:
-        """The items of the next chunk (never []), retrying before any content."""
         retry = self._request.settings.retry
-        while True:
-            attempt = self._attempt
-            try:
-                if attempt is None:
-                    attempt = _HttpAttempt(self._request)
-                    self._attempt = attempt
-                    self._attempt_stack = contextlib.AsyncExitStack()
-                    await attempt.open(self._attempt_stack)
-                items = await attempt.next_items()
-                if attempt.stopped:
-                    self._finished = True
-                    await self._end_attempt(drain=True)
-                    items.append(attempt.result(self._retries))
-                return items
-            except Exception as exc:
-                await self._end_attempt()
-                if (
-                    attempt is None
-                    or attempt.handed_out
-                    or self._retries >= retry.max_retries
-                    or not self._request.edge.retryable(exc, retry)
-                    or (self._request.on_retry is not None and not self._request.on_retry(exc))
-                ):
-                    self._finished = True
-                    raise
-                headers = exc.headers if isinstance(exc, APIStatusError) else None
-                delay = retry.delay(self._retries, headers)
-                self._retries += 1
-                logger.info(
-                    "retry %d/%d in %.3fs after %s: %s",
-                    self._retries,
-                    retry.max_retries,
-                    delay,
-                    type(exc).__name__,
-                    exc,
-                )
+        try:
+            while True:
+                attempt = self._attempt
                 try:
-                    await trio.sleep(delay)
+                    if attempt is None:
+                        attempt = _HttpAttempt(self._request)
+                        self._attempt = attempt
+                        self._attempt_stack = contextlib.AsyncExitStack()
+                        await attempt.open(self._attempt_stack)
+                    items = await attempt.next_items()
+                    if attempt.stopped:
+                        self._finished = True
+                        await self._end_attempt(drain=True)
+                        items.append(attempt.result(self._retries))
+                    self._items, self._next = items, 1
+                    return items[0]
+                except Exception as exc:
+                    await self._end_attempt()
+                    if (
+                        attempt is None
+                        or attempt.handed_out
+                        or self._retries >= retry.max_retries
+                        or not self._request.edge.retryable(exc, retry)
+                        or (self._request.on_retry is not None and not self._request.on_retry(exc))
+                    ):
+                        self._finished = True
+                        raise
+                    headers = exc.headers if isinstance(exc, APIStatusError) else None
+                    delay = retry.delay(self._retries, headers)
+                    self._retries += 1
+                    logger.info(
+                        "retry %d/%d in %.3fs after %s: %s",
+                        self._retries,
+                        retry.max_retries,
+                        delay,
+                        type(exc).__name__,
+                        exc,
+                    )
+                    try:
+                        await trio.sleep(delay)
+                    except BaseException:
+                        self._interrupted = True
+                        raise
                 except BaseException:
                     self._interrupted = True
+                    await self._end_attempt()
                     raise
-            except BaseException:
-                self._interrupted = True
-                await self._end_attempt()
-                raise
+        finally:
+            self._busy = False
 
     async def _end_attempt(self, *, drain: bool = False) -> None:
         """Close the current attempt's response (shielded, bounded), if any; with
@@ -414,9 +427,9 @@ class _HttpAttempt:
         append to the open block in one call (``feed_deltas``), anything else one by
         one. An event that cannot be decoded is raised after the events before it.
         """
+        # (Attributes are read where they are used, not gathered up front: most reads
+        # hold one event, which is fed alone.)
         accumulator = self.accumulator
-        feed, feed_deltas = accumulator.feed, accumulator.feed_deltas
-        message_for = accumulator.message_for
         now = self.clock()
         active = False
         decoded: list[dict[str, Any]] = []
@@ -429,33 +442,38 @@ class _HttpAttempt:
                 failure = exc
                 break
             if canonical:
-                decoded.extend(canonical)
+                decoded += canonical
             else:
                 active = True  # an event with nothing to say is no ping
         try:
             position, end = 0, len(decoded)
             while position < end:
                 # (A lone event is fed alone: a run of one gains nothing.)
-                run_end = feed_deltas(decoded, position) if end - position > 1 else position
-                if run_end > position:
-                    # Appending deltas: their block's start was handed out already.
-                    active = True
-                    items.extend(
-                        [stream_event("content_block_delta", e) for e in decoded[position:run_end]]
-                    )
-                    if run_end == end:
-                        break
-                event = decoded[run_end]
-                position = run_end + 1
+                if end - position > 1:
+                    run_end = accumulator.feed_deltas(decoded, position)
+                    if run_end > position:
+                        # Appending deltas: their block's start was handed out already.
+                        active = True
+                        items += [
+                            stream_event("content_block_delta", e)
+                            for e in decoded[position:run_end]
+                        ]
+                        if run_end == end:
+                            break
+                    event = decoded[run_end]
+                    position = run_end + 1
+                else:
+                    event = decoded[position]
+                    position += 1
                 etype: str = event["type"]
                 if etype != "ping":
                     active = True
-                done = feed(event)
+                done = accumulator.feed(event)
                 out = items if self.handed_out else self.buffer
                 out.append(stream_event(etype, event))
                 for block in done:
                     if not isinstance(block, AssistantMessage):
-                        out.append(message_for(block))
+                        out.append(accumulator.message_for(block))
                 if etype in _CONTENT_EVENTS or etype == "message_stop":
                     if self.ttft is None and etype != "message_stop":
                         self.ttft = now - self.started
