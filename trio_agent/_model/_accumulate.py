@@ -461,7 +461,8 @@ class _Accumulation:
             base.usage,
             base.extra,
         )
-        self._base = attrs.evolve(base, content=())
+        # (No copy when the start holds no content, as it nearly always does.)
+        self._base = attrs.evolve(base, content=()) if base.content else base
         return []
 
     def _index(self, event: Mapping[str, Any]) -> int:
