@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import gc
 import time
 from typing import Any
@@ -41,9 +42,18 @@ def _tool_events(deltas: int, chunk: int = 16) -> list[dict[str, Any]]:
 def _time_ours(events: list[dict[str, Any]], *, batch: bool = False) -> tuple[float, float]:
     """(CPU, wall) seconds to feed *events* (decoded dicts) to a MessageAccumulator:
     one ``feed`` call per event, or with *batch*, runs of deltas by ``feed_deltas``
-    and the other events by ``feed``."""
+    and the other events by ``feed``.
+
+    The dicts fed are a copy made just before (untimed), as the SDK's side builds its
+    event objects just before its timed loop: each contestant reads inputs made a
+    moment ago, as a stream hands over an event it just decoded. (Fed the dicts made
+    once at the start, every other run between, ours read them from main memory,
+    about a third slower than from the cache: that measured the machine's memory,
+    not the accumulator, and only on our side.)
+    """
     from trio_agent.lowlevel import MessageAccumulator
 
+    events = copy.deepcopy(events)
     acc = MessageAccumulator()
     feed, feed_deltas = acc.feed, acc.feed_deltas
     end = len(events)
