@@ -68,10 +68,9 @@ class SSEParser:
         out: list[str] = []
         data = self._data
         for line in lines:
-            if line[:5] == "data:":
-                # The field's value: after the colon, minus one leading space.
-                data.append(line[6:] if line[5:6] == " " else line[5:])
-            elif not line:  # a blank line ends the event
+            # (The cheapest tests first: a blank line, then the first character, which
+            # is no new string for ASCII; most lines need nothing more.)
+            if not line:  # a blank line ends the event
                 # Whatever came before is dispatched or dropped: nothing is kept.
                 self.pending = 0
                 if data:
@@ -79,8 +78,14 @@ class SSEParser:
                     data = self._data = []
                     if value:
                         out.append(value)
-            elif line == "data":  # a field name without a colon: an empty value
-                data.append("")
+            elif line[0] == "d":
+                # The data field's value: after the colon, minus one leading space.
+                if line[:6] == "data: ":
+                    data.append(line[6:])
+                elif line[:5] == "data:":
+                    data.append(line[5:])
+                elif line == "data":  # a field name without a colon: an empty value
+                    data.append("")
             # Anything else: a comment (":..."), event / id / retry, or an unknown field.
         return out
 
