@@ -75,6 +75,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         _scale.bench_scale_10k,
     ),
     Benchmark(
+        "session",
+        "300 Sessions vs the after-stream loop on the same client: CPU per turn, GC on",
+        _scale.bench_session,
+    ),
+    Benchmark(
         "durable",
         "durable turns (DBOS, SQLite) vs plain Session: sessions/s, per-turn overhead",
         _durable.bench_durable,

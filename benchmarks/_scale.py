@@ -171,7 +171,17 @@ def _child(
     counting: bool = False,
     freeze: bool = False,
     in_process: bool = False,
+    barrier: bool | None = None,
+    share_tools: bool = False,
 ) -> dict[str, Any]:
+    """One measurement: *agents* turns at once (*mode* ``session`` or ``after``).
+
+    *in_process*: the model is served in this process (:class:`_InProcessModel`),
+    and (unless *barrier* is False) every turn is held in its first tool call until
+    all are open (:class:`_Barrier`, for the peak RSS of ``scale_10k``). The turns
+    share one list of tools when held or *share_tools* (as an application shares
+    its tool definitions: each is compiled once), else each makes its own.
+    """
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * agents + 256)), hard))
     from trio_agent import Session, TurnEnd, TurnEndReason
@@ -180,9 +190,13 @@ def _child(
 
     completed = 0
     errors: dict[str, int] = {}
-    # In process, every turn waits at the barrier; the sessions are kept to the end.
-    barrier = _Barrier(agents) if in_process else None
-    shared_tools = barrier.gate(scenario_tools(Path("."))) if barrier is not None else None
+    # Held at the barrier, every turn waits there; the sessions are kept to the end.
+    held = _Barrier(agents) if (in_process if barrier is None else barrier) else None
+    shared_tools = None
+    if held is not None or share_tools:
+        shared_tools = scenario_tools(Path("."))
+        if held is not None:
+            shared_tools = held.gate(shared_tools)
     sessions: list[Any] = []
 
     async def main(client: Any) -> tuple[float, int]:
@@ -192,9 +206,9 @@ def _child(
             _TURN.set(turn)
             tools = shared_tools if shared_tools is not None else scenario_tools(Path("."))
             session = Session(client, tools, model=MODEL, max_tokens=MAX_TOKENS)
-            if barrier is not None:
+            if held is not None:
                 sessions.append(session)
-                barrier.opened()
+                held.opened()
             try:
                 async with session.submit(PROMPT) as events:
                     async for event in events:
@@ -206,15 +220,16 @@ def _child(
                                 errors[why[:200]] = errors.get(why[:200], 0) + 1
                                 return
             finally:
-                if barrier is not None:
-                    barrier.closed()
-                    barrier.arrive(turn)
+                if held is not None:
+                    held.closed()
+                    held.arrive(turn)
             if len(session.messages) != 4:
                 raise RuntimeError(f"a session turn made {len(session.messages)} messages, not 4")
 
         async def after_stream() -> None:
             nonlocal completed
-            await after_stream_turn(client, scenario_tools(Path(".")), parallel=True)
+            tools = shared_tools if shared_tools is not None else scenario_tools(Path("."))
+            await after_stream_turn(client, tools, parallel=True)
             completed += 1
 
         agent = session_turn if mode == "session" else after_stream
@@ -254,9 +269,9 @@ def _child(
         gc.callbacks.remove(on_gc)
     peak = _peak_rss_kb()
     return {
-        "peak_open": barrier.peak_open if barrier is not None else None,
-        "open_at_release": barrier.open_at_release if barrier is not None else None,
-        "rss_at_release_kb": barrier.rss_at_release_kb if barrier is not None else None,
+        "peak_open": held.peak_open if held is not None else None,
+        "open_at_release": held.open_at_release if held is not None else None,
+        "rss_at_release_kb": held.rss_at_release_kb if held is not None else None,
         "sessions_kept": len(sessions),
         "wall": wall,
         "cpu": cpu,
@@ -271,22 +286,39 @@ def _child(
 
 
 class Counts(trio.abc.Instrument):
-    """Tasks spawned, task steps (each step ends in a park or the task's end) and
-    memory-channel sends, over the whole run."""
+    """Tasks spawned, task steps (each step ends in a park or the task's end),
+    memory-channel sends, cancel scopes entered (a nursery's included) and
+    ``attrs.evolve`` calls, over the whole run (a diagnostic: the patches cost CPU)."""
 
     def __init__(self) -> None:
         self.tasks = 0
         self.steps = 0
         self.sends = 0
+        self.scopes = 0
+        self.evolves = 0
         counts = self
-        original = trio.MemorySendChannel.send_nowait
+        send_nowait: Callable[[Any, Any], None] = trio.MemorySendChannel.send_nowait
+        enter: Callable[[Any], Any] = trio.CancelScope.__enter__
+        evolve: Callable[..., Any] = attrs.evolve
 
         # MemorySendChannel.send calls send_nowait once, so this counts every send.
-        def send_nowait(self: Any, value: Any) -> None:
+        def counted_send_nowait(self: Any, value: Any) -> None:
             counts.sends += 1
-            original(self, value)
+            send_nowait(self, value)
 
-        trio.MemorySendChannel.send_nowait = send_nowait  # type: ignore[method-assign]
+        # A nursery enters its cancel scope through __enter__ too.
+        def counted_enter(self: Any) -> Any:
+            counts.scopes += 1
+            return enter(self)
+
+        # The library calls attrs.evolve through the module, so this sees every call.
+        def counted_evolve(*args: Any, **changes: Any) -> Any:
+            counts.evolves += 1
+            return evolve(*args, **changes)
+
+        trio.MemorySendChannel.send_nowait = counted_send_nowait
+        trio.CancelScope.__enter__ = counted_enter
+        attrs.evolve = counted_evolve
 
     def task_spawned(self, task: trio.lowlevel.Task) -> None:
         self.tasks += 1
@@ -296,7 +328,13 @@ class Counts(trio.abc.Instrument):
 
     def per(self, turns: int) -> dict[str, float]:
         n = max(turns, 1)
-        return {"tasks": self.tasks / n, "steps": self.steps / n, "sends": self.sends / n}
+        return {
+            "tasks": self.tasks / n,
+            "steps": self.steps / n,
+            "sends": self.sends / n,
+            "scopes": self.scopes / n,
+            "evolves": self.evolves / n,
+        }
 
 
 def _status_kb(field: str) -> int | None:
@@ -331,7 +369,14 @@ def child_main(argv: list[str]) -> int:
     agents, base_url, mode = int(argv[0]), argv[1], argv[2]
     options = set(argv[3:])
     result = _child(
-        agents, base_url, mode, "counts" in options, "freeze" in options, "in-process" in options
+        agents,
+        base_url,
+        mode,
+        "counts" in options,
+        "freeze" in options,
+        "in-process" in options,
+        False if "no-barrier" in options else None,
+        "shared-tools" in options,
     )
     print(json.dumps(result), flush=True)
     return 0
@@ -455,3 +500,85 @@ def bench_scale_10k(config: Config) -> list[Series]:
         f"({m['gc_cpu']:.0f} s of it GC)"
     )
     return [peak, per, done, together]
+
+
+#: The in-process child of ``session``: no barrier, the tools shared by every turn.
+_SESSION_OPTIONS = ("in-process", "no-barrier", "shared-tools")
+
+#: How ``session`` serves the model: in the child itself (the strict comparison, no
+#: HTTP connection work to dilute the difference) or from the loopback server.
+_TRANSPORTS = {"in-process": "model in process", "loopback": "loopback server"}
+
+
+def bench_session(config: Config) -> list[Series]:
+    """N Sessions vs the bare after-stream loop on the same client (issue 32): CPU
+    per turn, GC on, no ``gc.freeze()``.
+
+    Each measurement is a fresh child process running N concurrent turns of one
+    contestant, the two contestants interleaved (the order reversed every other
+    round), with the model served in process (the target's figure) and from the
+    loopback server. A last child per contestant counts what a turn does (tasks,
+    task steps, channel sends, cancel scopes, ``attrs.evolve``): the counting
+    costs CPU, so it never runs with the timed ones.
+    """
+    agents = 100 if config.quick else 300
+    name = "session"
+    who = {"session": "trio_agent Session", "after": "after-stream parallel (same client)"}
+    subject = {"session": None, "after": who["session"]}
+    rows: dict[tuple[str, str], dict[str, Series]] = {}
+    for transport, where in _TRANSPORTS.items():
+        for mode in who:
+            sub = subject[mode]
+            rows[(transport, mode)] = {
+                "cpu": Series(
+                    name, who[mode], f"CPU per turn, {where}, {agents} agents, GC on", "ms", [], sub
+                ),
+                "gc": Series(name, who[mode], f"GC CPU per turn, {where}", "ms", [], sub),
+                "wall": Series(
+                    name, who[mode], f"wall time, {where}, {agents} agents", "s", [], sub
+                ),
+            }
+    base = f"{server_url(config)}/s/scale/1.0"
+    order = [(t, m) for t in _TRANSPORTS for m in who]
+    timeout = 120 if config.quick else 600
+    for i in range(1 if config.quick else config.repeat):
+        for transport, mode in order if i % 2 == 0 else order[::-1]:
+            if transport == "in-process":
+                m = _measure(agents, "in-process", mode, timeout, *_SESSION_OPTIONS)
+            else:
+                m = _measure(agents, base, mode, timeout, "shared-tools")
+            if m["errors"] or m["turns"] != agents:
+                raise RuntimeError(f"session: {m['turns']} of {agents} turns, {m['errors']}")
+            r = rows[(transport, mode)]
+            r["cpu"].samples.append(m["cpu"] / agents * 1000)
+            r["gc"].samples.append(m["gc_cpu"] / agents * 1000)
+            r["wall"].samples.append(m["wall"])
+    counts = {
+        mode: _measure(agents, "in-process", mode, timeout, *_SESSION_OPTIONS, "counts")["counts"]
+        for mode in who
+    }
+    counted = [
+        Series(name, who[mode], f"{label} per turn, model in process", "", [counts[mode][key]])
+        for key, label in _COUNTED
+        for mode in who
+    ]
+    rows[("in-process", "session")]["cpu"].note = (
+        "each agent: a trio_agent.Session (no transcript, default options) submitting one "
+        "prompt, or the bare after-stream loop on the same AnthropicClient, all N at once, "
+        "the tool definitions shared; two model calls, two 50 ms reads in between; CPU is "
+        "the whole child process's (time.process_time: one-time work such as loading the "
+        "price table included), GC on, no gc.freeze(); the target (<= 1.25x, issue 32) is "
+        "the model-in-process row, the loopback row adds the HTTP work of both sides"
+    )
+    timed = [rows[(t, m)][k] for k in ("cpu", "gc", "wall") for t in _TRANSPORTS for m in who]
+    return timed + counted
+
+
+#: What :class:`Counts` counts, as the rows name it.
+_COUNTED = (
+    ("tasks", "tasks"),
+    ("steps", "task steps"),
+    ("sends", "memory-channel sends"),
+    ("scopes", "cancel scopes"),
+    ("evolves", "attrs.evolve calls"),
+)

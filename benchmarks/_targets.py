@@ -271,6 +271,31 @@ def targets(series: Sequence[Series]) -> list[Row]:
             lambda r: r <= 1.25,
         )
     )
+    loopback = _find(series, "session", "trio_agent Session", "CPU per turn, loopback")
+    loopback_after = _find(
+        series, "session", "after-stream parallel (same client)", "CPU per turn, loopback"
+    )
+    by_loopback = (
+        paired(loopback, loopback_after)
+        if loopback is not None and loopback_after is not None
+        else None
+    )
+    rows.append(
+        _ratio_row(
+            series,
+            "Session CPU per turn <= 1.25x the after-stream loop on the same client, N = 300,"
+            " model in process, GC on, no gc.freeze() (issue 32)",
+            "session",
+            "trio_agent Session",
+            "after-stream parallel (same client)",
+            "CPU per turn, model in process",
+            lambda r, by_loopback=by_loopback: (
+                f"{r:.2f}x the after-stream loop's CPU per turn"
+                + (f" ({by_loopback:.2f}x on the loopback server)" if by_loopback else "")
+            ),
+            lambda r: r <= 1.25,
+        )
+    )
     big = _find(series, "scale_10k", "trio_agent", "peak RSS")
     served = _find(series, "scale_10k", "trio_agent", "turns completed")
     open_at_once = _find(series, "scale_10k", "trio_agent", "turns open at once")
