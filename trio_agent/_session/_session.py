@@ -138,7 +138,11 @@ class Session:
     context: Any = attrs.field(default=None, kw_only=True)
     _messages: list[Message] = attrs.field(factory=list[Message], kw_only=True, alias="messages")
     _usage: Usage = attrs.field(factory=lambda: Usage(cost_usd=0.0), init=False)
-    _turn_usage: Usage = attrs.field(factory=lambda: Usage(cost_usd=0.0), init=False)
+    # The running turn's usage: TurnEnd's total once it came; before, the answers
+    # it sent, priced only if the turn ends without its TurnEnd (the loop priced
+    # them already: pricing each one here too would be per-answer work for nothing).
+    _turn_usage: Usage | None = attrs.field(default=None, init=False)
+    _turn_answers: list[AssistantMessage] = attrs.field(factory=list[AssistantMessage], init=False)
     _subagent_usage: dict[str, Usage] = attrs.field(factory=dict[str, Usage], init=False)
     _writer: TranscriptWriter | None = attrs.field(default=None, init=False)
     _truncate_to: int | None = attrs.field(default=None, init=False)
@@ -384,21 +388,47 @@ class Session:
         if prompt is not None:
             message = UserMessage(prompt if isinstance(prompt, str) else tuple(prompt))
         self._busy = True
-        self._turn_usage = Usage(cost_usd=0.0)
+        self._turn_usage, self._turn_answers = None, []
         self._turn_blocks, self._turn_results, self._turn_ended = [], {}, False
         self._timeline_ids = {}
         self._timeline = None if self.transcript_path is None else TurnRecorder(trio.current_time)
         try:
-            async with self._turn(message, pending, approvals) as events:
-                yield events
+            control = self._control = TurnControl()
+            history = self.messages if message is None else (*self.messages, message)
+            tools = self.tools if self._timeline is None else instrument(self.tools, self._timeline)
+            async with query(
+                self.client,
+                history,
+                tools=tools,
+                model=self.model,
+                system=self.system,
+                max_tokens=self.max_tokens,
+                options=self.options,
+                control=control,
+                context=self.context,
+                pending=pending,
+                approvals=approvals,
+            ) as events:
+                # query() accepted the turn: only now is the prompt part of the
+                # history (and the transcript), so a turn refused at its start
+                # leaves no prompt that nobody answered.
+                if message is not None:
+                    self._record(message)
+                yield _Observed(events, self._on_event)
         finally:
             self._control = None
             self._busy = False
             # TurnEnd's total, or (a turn left early) what its answers reported.
-            self._usage = self._usage + self._turn_usage
+            self._usage = self._usage + self._turn_spent()
             if not self._turn_ended:
                 self._keep_partial()
             self._finish_turn()
+
+    def _turn_spent(self) -> Usage:
+        """The running turn's usage: TurnEnd's, else its answers' (each priced)."""
+        if self._turn_usage is not None:
+            return self._turn_usage
+        return sum((self._priced(m) for m in self._turn_answers), Usage(cost_usd=0.0))
 
     async def run(
         self,
@@ -468,36 +498,6 @@ class Session:
         if self._writer is not None:
             self._writer.sync()
 
-    @contextlib.asynccontextmanager
-    async def _turn(
-        self,
-        prompt: UserMessage | None,
-        pending: PendingApprovals | None,
-        approvals: Mapping[str, PermissionDecision] | None,
-    ) -> AsyncGenerator[trio.abc.ReceiveChannel[QueryEvent]]:
-        control = self._control = TurnControl()
-        history = self.messages if prompt is None else (*self.messages, prompt)
-        tools = self.tools if self._timeline is None else instrument(self.tools, self._timeline)
-        async with query(
-            self.client,
-            history,
-            tools=tools,
-            model=self.model,
-            system=self.system,
-            max_tokens=self.max_tokens,
-            options=self.options,
-            control=control,
-            context=self.context,
-            pending=pending,
-            approvals=approvals,
-        ) as events:
-            # query() accepted the turn: only now is the prompt part of the history
-            # (and the transcript), so a turn refused at its start leaves no prompt
-            # that nobody answered.
-            if prompt is not None:
-                self._record(prompt)
-            yield _Observed(events, self._on_event)
-
     def _on_event(self, event: QueryEvent) -> None:
         """Keep the history, the transcript and the usage up to date with *event*."""
         if self._timeline is not None:
@@ -506,7 +506,7 @@ class Session:
             self._pending = None  # a new message answers (or follows) pending calls
             self._record(event)
             if isinstance(event, AssistantMessage):
-                self._turn_usage = self._turn_usage + self._priced(event)
+                self._turn_answers.append(event)
                 self._turn_blocks = []
             else:
                 self._turn_results = {}
