@@ -8,6 +8,8 @@ from ._call import read_return as read_return
 from ._executor import TOOL_TASK_PREFIX as TOOL_TASK_PREFIX
 from ._executor import ToolExecutor as ToolExecutor
 from ._executor import open_tool_executor as open_tool_executor
+from ._executor import start_beside as start_beside
+from ._executor import take_ready as take_ready
 from ._results import AbortReason as AbortReason
 from ._results import ExecutorStatistics as ExecutorStatistics
 from ._results import ToolFinished as ToolFinished
@@ -25,5 +27,7 @@ __all__ = [
     "ToolResult",
     "open_tool_executor",
     "read_return",
+    "start_beside",
     "summarize_call",
+    "take_ready",
 ]

@@ -62,7 +62,7 @@ from ._results import (
     unknown_tool_message,
 )
 
-__all__ = ["TOOL_TASK_PREFIX", "ToolExecutor", "open_tool_executor"]
+__all__ = ["TOOL_TASK_PREFIX", "ToolExecutor", "open_tool_executor", "start_beside", "take_ready"]
 
 logger = logging.getLogger("trio_agent.executor")
 
@@ -261,6 +261,19 @@ class _ResultChannel(trio.abc.ReceiveChannel[ToolResult]):
 
     def _over(self) -> bool:
         return self._cut or (self._ended and not self._buffer)
+
+    def take_ready(self) -> ToolResult:
+        """The next result, which must be ready, without a checkpoint.
+
+        Raises:
+            trio.EndOfChannel: no result will come any more (after ``discard()``).
+            trio.WouldBlock: the next result is not there yet.
+        """
+        if self._ready():
+            return self._buffer.popleft()
+        if self._over():
+            raise trio.EndOfChannel
+        raise trio.WouldBlock
 
     async def receive(self) -> ToolResult:
         """The next result in ``add_tool`` order, waiting for it if needed.
@@ -801,3 +814,35 @@ class ToolExecutor(metaclass=NoPublicConstructor):
         self._adding_closed = True
         self._results.end()
         self._progress.end()
+
+
+# What the loop's model call does with its executor beyond the public API: it
+# forwards the executor's progress and results to the turn's events from a task
+# of its own (ModelCaller._forward). That task runs in the executor's nursery, and
+# takes a result it knows is ready without a checkpoint: a nursery and a task
+# step fewer per model call than through the public API.
+
+
+def start_beside(
+    executor: ToolExecutor, fn: Callable[..., Awaitable[object]], *args: object
+) -> None:
+    """Run ``fn(*args)`` in *executor*'s nursery, beside its tools.
+
+    The task must end once the executor's channels end (as the tools do, which is
+    what the block's end waits for) and raise nothing but ``Cancelled``: like a
+    tool task's, its cancellation is the block's (the body's exception, or the
+    turn's cancellation).
+    """
+    executor._nursery.start_soon(fn, *args)  # pyright: ignore[reportPrivateUsage]  (this module's class)
+
+
+def take_ready(executor: ToolExecutor) -> ToolResult:
+    """The next result of *executor*'s ``results``, known to be ready (the results
+    before it were received and its call has finished), without a checkpoint.
+
+    Raises:
+        trio.EndOfChannel: the results channel was cut (``discard()``): the rest
+            is for ``drain()``.
+        trio.WouldBlock: the result is not ready (a caller's mistake).
+    """
+    return executor._results.take_ready()  # pyright: ignore[reportPrivateUsage]  (this module's class)

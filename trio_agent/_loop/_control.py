@@ -21,8 +21,7 @@ it ended (then they do nothing but record the request).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Protocol, final
 
 import attrs
@@ -79,42 +78,82 @@ class TurnControl:
             self._executor.interrupt()
 
     # What query() uses: each one applies a request made earlier, so a call that
-    # lands between two model calls is not lost.
+    # lands between two model calls is not lost. Each is a small class, not a
+    # @contextmanager: a model call enters three, and a generator, its frame and its
+    # manager per entry are garbage the collector has to go through.
 
-    @contextmanager
-    def cancelling(self, scope: trio.CancelScope) -> Generator[None]:
+    def cancelling(self, scope: trio.CancelScope) -> _Cancelling:
         """While inside, :meth:`abort` cancels *scope* (at once if already aborted)."""
-        self._scopes.add(scope)
-        if self._abort_reason is not None:
-            scope.cancel(reason=self._abort_reason)
-        try:
-            yield
-        finally:
-            self._scopes.discard(scope)
+        return _Cancelling(self, scope)
 
-    @contextmanager
-    def interrupting(self) -> Generator[Callable[[_Interruptible], None]]:
+    def interrupting(self) -> _Interrupting:
         """While inside, :meth:`interrupt` interrupts the executor given to the
         function this yields (at once if already interrupted); the executor is
         attached after it opens, and stays attached until it has closed."""
+        return _Interrupting(self)
 
-        def attach(executor: _Interruptible) -> None:
-            self._executor = executor
-            if self._interrupted:
-                executor.interrupt()
-
-        try:
-            yield attach
-        finally:
-            self._executor = None
-
-    @contextmanager
-    def interrupting_stream(self, scope: trio.CancelScope) -> Generator[None]:
+    def interrupting_stream(self, scope: trio.CancelScope) -> _InterruptingStream:
         """While inside, :meth:`interrupt` cancels the model's stream *scope*."""
-        self._stream_scope = scope
+        return _InterruptingStream(self, scope)
+
+    def _attach(self, executor: _Interruptible) -> None:
+        self._executor = executor
         if self._interrupted:
-            scope.cancel(reason=AbortReason.INTERRUPT)
-        try:
-            yield
-        finally:
-            self._stream_scope = None
+            executor.interrupt()
+
+
+@final
+class _Cancelling:
+    """``with control.cancelling(scope):`` (see :meth:`TurnControl.cancelling`)."""
+
+    __slots__ = ("_control", "_scope")
+
+    def __init__(self, control: TurnControl, scope: trio.CancelScope) -> None:
+        self._control = control
+        self._scope = scope
+
+    def __enter__(self) -> None:
+        control = self._control
+        control._scopes.add(self._scope)  # pyright: ignore[reportPrivateUsage]
+        if control.abort_reason is not None:
+            self._scope.cancel(reason=control.abort_reason)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._control._scopes.discard(self._scope)  # pyright: ignore[reportPrivateUsage]
+
+
+@final
+class _Interrupting:
+    """``with control.interrupting() as attach:`` (see :meth:`TurnControl.interrupting`)."""
+
+    __slots__ = ("_control",)
+
+    def __init__(self, control: TurnControl) -> None:
+        self._control = control
+
+    def __enter__(self) -> Callable[[_Interruptible], None]:
+        return self._control._attach  # pyright: ignore[reportPrivateUsage]
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._control._executor = None  # pyright: ignore[reportPrivateUsage]
+
+
+@final
+class _InterruptingStream:
+    """``with control.interrupting_stream(scope):`` (see
+    :meth:`TurnControl.interrupting_stream`)."""
+
+    __slots__ = ("_control", "_scope")
+
+    def __init__(self, control: TurnControl, scope: trio.CancelScope) -> None:
+        self._control = control
+        self._scope = scope
+
+    def __enter__(self) -> None:
+        control = self._control
+        control._stream_scope = self._scope  # pyright: ignore[reportPrivateUsage]
+        if control.interrupted:
+            self._scope.cancel(reason=AbortReason.INTERRUPT)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._control._stream_scope = None  # pyright: ignore[reportPrivateUsage]

@@ -25,6 +25,8 @@ from .._executor import (
     ToolFinished,
     ToolResult,
     open_tool_executor,
+    start_beside,
+    take_ready,
 )
 from .._hooks import Ask, Hooks, ToolCall
 from .._messages import (
@@ -119,6 +121,22 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 #: compared with the last call of the turn before (a weak mapping: it dies with the
 #: client).
 _last_prefix: weakref.WeakKeyDictionary[Any, Prefix] = weakref.WeakKeyDictionary()
+
+
+#: Whether each client is a :class:`RecoverableModelClient`: an isinstance() against
+#: a runtime-checkable Protocol inspects the class's members each time (about 13 us
+#: and a dozen objects), and a Session asks once per turn of the same client.
+_is_recoverable: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _recoverable(client: ModelClient) -> bool:
+    try:
+        known = _is_recoverable.get(client)
+    except TypeError:  # a client that takes no weak reference (or no hash)
+        return isinstance(client, RecoverableModelClient)
+    if known is None:
+        known = _is_recoverable[client] = isinstance(client, RecoverableModelClient)
+    return known
 
 
 def cached_before(messages: Sequence[Any]) -> int:
@@ -260,7 +278,7 @@ class ModelCaller:
     _tools: tuple[Tool, ...] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self.recoverable = isinstance(self.client, RecoverableModelClient)
+        self.recoverable = _recoverable(self.client)
         self._tools = tuple(self.tools)
         try:
             self._current = _last_prefix.get(self.client)
@@ -281,17 +299,14 @@ class ModelCaller:
             call_scope,
             self.control.interrupting() as attach_executor,
         ):
-            async with (
-                self._open_executor(call_scope, self.options, state.context) as executor,
-                trio.open_nursery() as nursery,
-            ):
+            async with self._open_executor(call_scope, self.options, state.context) as executor:
                 attach_executor(executor)
                 try:
                     with self.control.interrupting_stream(stream_scope), stream_scope:
                         if state.non_streaming:
-                            await self._create(state, executor, attempt, nursery)
+                            await self._create(state, executor, attempt)
                         else:
-                            await self._stream(state, executor, attempt, nursery)
+                            await self._stream(state, executor, attempt)
                 except (APIError, StreamError) as exc:
                     attempt.error = exc
                     executor.discard()
@@ -333,20 +348,17 @@ class ModelCaller:
             call_scope,
             self.control.interrupting() as attach_executor,
         ):
-            async with (
-                self._open_executor(
-                    call_scope,
-                    attrs.evolve(
-                        self.options, can_use_tool=decide, hooks=_approved(self.options.hooks)
-                    ),
-                    state.context,
-                ) as executor,
-                trio.open_nursery() as nursery,
-            ):
+            async with self._open_executor(
+                call_scope,
+                attrs.evolve(
+                    self.options, can_use_tool=decide, hooks=_approved(self.options.hooks)
+                ),
+                state.context,
+            ) as executor:
                 attach_executor(executor)
                 for block in calls:
                     attempt.blocks.append(block)
-                    self._add_tool(executor, attempt, block, nursery)
+                    self._add_tool(executor, attempt, block)
                 executor.finish()
         assert executor is not None
         attempt.context = executor.context
@@ -404,16 +416,14 @@ class ModelCaller:
             request["output_schema"] = self.output.spec.request_schema
         return request
 
-    async def _create(
-        self, state: State, executor: ToolExecutor, attempt: Attempt, nursery: trio.Nursery
-    ) -> None:
+    async def _create(self, state: State, executor: ToolExecutor, attempt: Attempt) -> None:
         """The last resort: one non-streaming request; its tools run once it is here."""
         assert isinstance(self.client, RecoverableModelClient)
         result = await self.client.create(**self._request(state, attempt))
         attempt.start = result.message
         await self._check_cache(state, attempt, result.message.usage)
         for index, block in enumerate(result.message.content):
-            await self._finished_block(executor, attempt, index, block, nursery)
+            await self._finished_block(executor, attempt, index, block)
         attempt.result = result
         if result.message.stop_reason == "refusal":
             executor.skip_unstarted(REFUSAL_SKIPPED)
@@ -459,9 +469,7 @@ class ModelCaller:
                 f"the stream stalled {attempt.stalls} times (max_stalls={max_stalls})"
             )
 
-    async def _stream(
-        self, state: State, executor: ToolExecutor, attempt: Attempt, nursery: trio.Nursery
-    ) -> None:
+    async def _stream(self, state: State, executor: ToolExecutor, attempt: Attempt) -> None:
         index = 0
         last: float | None = None
         output = self.output
@@ -493,7 +501,7 @@ class ModelCaller:
                         await self.send.send(partial_output)
                 elif isinstance(item, AssistantMessage):
                     for block in item.content:
-                        await self._finished_block(executor, attempt, index, block, nursery)
+                        await self._finished_block(executor, attempt, index, block)
                 else:
                     attempt.result = item
                     if item.message.stop_reason == "refusal":
@@ -546,7 +554,6 @@ class ModelCaller:
         attempt: Attempt,
         index: int,
         block: ContentBlock,
-        nursery: trio.Nursery,
     ) -> None:
         """Announce a finished block, then keep it (and start its tool). The consumer
         hears of a block before its tool starts, so a BaseException from that tool
@@ -556,17 +563,15 @@ class ModelCaller:
         await self.send.send(BlockFinished(index, block))
         attempt.blocks.append(block)
         if isinstance(block, ToolUseBlock):
-            self._add_tool(executor, attempt, block, nursery)
+            self._add_tool(executor, attempt, block)
 
-    def _add_tool(
-        self, executor: ToolExecutor, attempt: Attempt, block: ToolUseBlock, nursery: trio.Nursery
-    ) -> None:
+    def _add_tool(self, executor: ToolExecutor, attempt: Attempt, block: ToolUseBlock) -> None:
         """Add *block*'s call; the first one starts the forwarding task (a call
-        without tools needs none)."""
+        without tools needs none), beside the tools in the executor's nursery."""
         executor.add_tool(block)
         attempt.added.append(block.id)
         if len(attempt.added) == 1:
-            nursery.start_soon(self._forward, executor, attempt)
+            start_beside(executor, self._forward, executor, attempt)
 
     async def _forward(self, executor: ToolExecutor, attempt: Attempt) -> None:
         """Forward the executor's progress as it comes and, after each
@@ -577,22 +582,25 @@ class ModelCaller:
         of the longest prefix of ``attempt.added`` whose calls have finished:
         receiving them never waits. The progress channel ends once every call has
         finished after ``finish()`` or ``discard()``, so this task never outlives
-        the attempt's tools.
+        the attempt's tools. A result ready is taken without a checkpoint (the
+        send that follows is one).
         """
         finished: set[str] = set()
         ready = 0  # attempt.added[:ready] are received
-        results: trio.abc.ReceiveChannel[ToolResult] | None = executor.results
+        cut = False  # discarded: the rest is for drain()
         async for item in executor.progress:
             await self.send.send(item)
             if not isinstance(item, ToolFinished):
                 continue
             finished.add(item.tool_use_id)
             added = attempt.added
-            while results is not None and ready < len(added) and added[ready] in finished:
+            while not cut and ready < len(added) and added[ready] in finished:
                 try:
-                    result = await results.receive()
-                except trio.EndOfChannel:  # discarded: the rest is for drain()
-                    results = None
+                    result = take_ready(executor)
+                except trio.WouldBlock:  # pragma: no cover - the executor's order, as above
+                    result = await executor.results.receive()
+                except trio.EndOfChannel:
+                    cut = True
                     break
                 ready += 1
                 attempt.received[result.tool_use_id] = result

@@ -641,8 +641,11 @@ class _Loop:
         final-result tool ended it): None to end, else the turn going on with the
         hooks' reason, or its end (a hook failed, the turn was aborted, or past
         ``max_stop_hook_blocks``, with the output *value* it had)."""
+        hooks = self._stop_hook_list()
+        if not hooks:
+            return None  # nothing to run: no history to build, no scope to open
         ending = _append(state, message) if results is None else _append(state, message, results)
-        blocked = await self._stop_hooks(ending)
+        blocked = await self._stop_hooks(ending, hooks)
         if blocked is None or isinstance(blocked, TurnEnd):
             return blocked
         if state.stop_hook_blocks >= self.options.max_stop_hook_blocks:
@@ -659,12 +662,14 @@ class _Loop:
         await self.send.send(state.messages[-1])
         return state
 
-    async def _stop_hooks(self, state: State) -> str | TurnEnd | None:
-        """Run every stop hook on the history; the blocking messages joined, or None."""
+    async def _stop_hooks(
+        self, state: State, hooks: list[tuple[str, StopHook]]
+    ) -> str | TurnEnd | None:
+        """Run the stop *hooks* on the history; the blocking messages joined, or None."""
         blocking: list[str] = []
         scope = trio.CancelScope()
         with self.control.cancelling(scope), scope:
-            for name, hook in self._stop_hook_list():
+            for name, hook in hooks:
                 try:
                     result = await hook(state.messages, stop_hook_active=state.stop_hook_active)
                     if result is not None and not isinstance(result, StopHookResult):  # pyright: ignore[reportUnnecessaryIsInstance]
