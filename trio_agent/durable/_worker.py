@@ -632,9 +632,13 @@ class _OncePer(logging.Filter):
 
 
 def _quiet_dbos() -> None:
-    for handler in logging.getLogger("dbos").handlers:
-        if not any(isinstance(f, _OncePer) for f in handler.filters):
-            handler.addFilter(_OncePer(10.0))
+    """DBOS's own records, once per place per 10 s: the filter is on its logger, which
+    filters only the records made there. (On its handlers it filtered whatever else
+    they handle: a handler shared with other loggers, as pytest's log capture is,
+    then lost the second record of any line of any logger.)"""
+    dbos = logging.getLogger("dbos")
+    if not any(isinstance(f, _OncePer) for f in dbos.filters):
+        dbos.addFilter(_OncePer(10.0))
 
 
 def _destroy() -> None:
