@@ -191,8 +191,8 @@ class _ItemStream(trio.abc.ReceiveChannel[StreamItem]):
             await trio.lowlevel.cancel_shielded_checkpoint()
             raise trio.EndOfChannel
         self._busy = True
-        retry = self._request.settings.retry
         try:
+            retry = self._request.settings.retry
             while True:
                 attempt = self._attempt
                 try:
