@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 
 from trio_agent import (
@@ -26,12 +25,7 @@ from trio_agent import (
 )
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, check_history
 
-
-@attrs.frozen
-class Person:
-    name: str
-    age: int
-
+from .conftest import Person
 
 ran: list[str] = []
 

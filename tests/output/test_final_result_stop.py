@@ -20,63 +20,35 @@ from trio_agent import (
     Hooks,
     Message,
     StopHookResult,
-    TextBlock,
     ToolResultBlock,
     ToolUseBlock,
-    Transition,
     TransitionReason,
     TurnControl,
     TurnEnd,
     TurnEndReason,
     TurnOptions,
     UserMessage,
-    query,
 )
 from trio_agent._loop._output import ACCEPTED
-from trio_agent.testing import ScriptedAnswer, ScriptedModel, check_history
+from trio_agent.testing import ScriptedAnswer, ScriptedModel
 
-GO: tuple[Message, ...] = (UserMessage("extract the person"),)
+from .conftest import Person, final, text, transitions, turn
+
 #: A model without structured output: the final-result tool is used.
 OLD = "claude-3-5-haiku-20241022"
 
 
-@attrs.frozen
-class Person:
-    name: str
-    age: int
+def named(name: str, id: str) -> ScriptedAnswer:
+    return final({"name": name, "age": 36}, id)
 
 
-def final(name: str, id: str) -> ScriptedAnswer:
-    return ScriptedAnswer(blocks=[ToolUseBlock(id, "final_result", {"name": name, "age": 36})])
-
-
-def text(value: str) -> ScriptedAnswer:
-    return ScriptedAnswer(blocks=[TextBlock(value)])
-
-
-async def turn(
+async def stop_turn(
     model: ScriptedModel, options: TurnOptions, control: TurnControl | None = None
 ) -> tuple[list[Any], TurnEnd]:
-    events: list[Any] = []
-    async with query(
-        model.client(),
-        GO,
-        tools=(),
-        model=OLD,
-        max_tokens=1000,
-        options=options if options.output_type else attrs.evolve(options, output_type=Person),
-        control=control,
-    ) as stream:
-        async for event in stream:
-            events.append(event)
-    end = events[-1]
-    assert isinstance(end, TurnEnd)
-    check_history(end.messages, strict=True)
-    return events, end
-
-
-def transitions(events: list[Any]) -> list[TransitionReason]:
-    return [e.reason for e in events if isinstance(e, Transition)]
+    """A turn of the final-result tool's path (output type Person unless given)."""
+    if not options.output_type:
+        options = attrs.evolve(options, output_type=Person)
+    return await turn(model.client(), options, model=OLD, control=control)
 
 
 def results_of(message: Message) -> dict[str, str]:
@@ -95,8 +67,8 @@ async def test_the_stop_hook_runs_when_the_final_result_ends_the_turn(
         # It sees the answer and the final_result's result.
         assert results_of(messages[-1]) == {"f1": ACCEPTED}
 
-    model = ScriptedModel([final("Ada", "f1")])
-    events, end = await turn(model, TurnOptions(hooks=Hooks(stop=stop)))
+    model = ScriptedModel([named("Ada", "f1")])
+    events, end = await stop_turn(model, TurnOptions(hooks=Hooks(stop=stop)))
     assert seen == [(3, False)]
     assert end.reason is TurnEndReason.COMPLETED
     assert end.output == Person("Ada", 36)
@@ -115,8 +87,8 @@ async def test_a_stop_hook_that_blocks_once_then_allows_keeps_the_value(
         seen.append(stop_hook_active)
         return StopHookResult(block=not stop_hook_active, message="Check the age first.")
 
-    model = ScriptedModel([final("Ada", "f1"), text("Checked: 36.")])
-    events, end = await turn(model, TurnOptions(hooks=Hooks(stop=stop)))
+    model = ScriptedModel([named("Ada", "f1"), text("Checked: 36.")])
+    events, end = await stop_turn(model, TurnOptions(hooks=Hooks(stop=stop)))
     assert seen == [False, True]
     assert end.reason is TurnEndReason.COMPLETED
     assert end.output == Person("Ada", 36)
@@ -138,8 +110,8 @@ async def test_after_a_block_a_new_final_result_is_the_output(autojump_clock: An
     async def stop(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         return StopHookResult(block=not stop_hook_active, message="Use her full name.")
 
-    model = ScriptedModel([final("Ada", "f1"), final("Ada Lovelace", "f2")])
-    _, end = await turn(model, TurnOptions(hooks=Hooks(stop=stop)))
+    model = ScriptedModel([named("Ada", "f1"), named("Ada Lovelace", "f2")])
+    _, end = await stop_turn(model, TurnOptions(hooks=Hooks(stop=stop)))
     assert end.reason is TurnEndReason.COMPLETED
     assert end.output == Person("Ada Lovelace", 36)
     assert len(model.requests) == 2
@@ -154,7 +126,7 @@ async def test_the_deprecated_stop_hooks_run_there_too(autojump_clock: Any) -> N
 
     with pytest.warns(DeprecationWarning, match="stop_hooks"):
         options = TurnOptions(stop_hooks=[hook], output_type=Person)
-    _, end = await turn(ScriptedModel([final("Ada", "f1"), text("ok")]), options)
+    _, end = await stop_turn(ScriptedModel([named("Ada", "f1"), text("ok")]), options)
     assert calls == [False, True]
     assert end.output == Person("Ada", 36)
 
@@ -165,8 +137,8 @@ async def test_past_max_stop_hook_blocks_the_turn_ends_with_its_value(
     async def stop(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         return StopHookResult(block=True, message="Never done.")
 
-    model = ScriptedModel([final("Ada", "f1"), final("Ada L.", "f2")])
-    _, end = await turn(model, TurnOptions(hooks=Hooks(stop=stop), max_stop_hook_blocks=1))
+    model = ScriptedModel([named("Ada", "f1"), named("Ada L.", "f2")])
+    _, end = await stop_turn(model, TurnOptions(hooks=Hooks(stop=stop), max_stop_hook_blocks=1))
     assert end.reason is TurnEndReason.STOP_HOOK_LIMIT
     assert end.output == Person("Ada L.", 36)
     assert end.messages[-1].role == "user"  # f2's result closes the history
@@ -176,7 +148,9 @@ async def test_a_failing_stop_hook_is_the_turns_error(autojump_clock: Any) -> No
     async def stop(messages: tuple[Message, ...], *, stop_hook_active: bool) -> None:
         raise RuntimeError("boom")
 
-    _, end = await turn(ScriptedModel([final("Ada", "f1")]), TurnOptions(hooks=Hooks(stop=stop)))
+    _, end = await stop_turn(
+        ScriptedModel([named("Ada", "f1")]), TurnOptions(hooks=Hooks(stop=stop))
+    )
     assert end.reason is TurnEndReason.ERROR
     assert isinstance(end.error, HookError)
     assert end.error.hook == "stop"
@@ -196,8 +170,8 @@ async def test_an_abort_while_the_stop_hook_runs(autojump_clock: Any) -> None:
             raise
 
     start = trio.current_time()
-    model = ScriptedModel([final("Ada", "f1"), text("never asked")])
-    _, end = await turn(model, TurnOptions(hooks=Hooks(stop=stop)), control)
+    model = ScriptedModel([named("Ada", "f1"), text("never asked")])
+    _, end = await stop_turn(model, TurnOptions(hooks=Hooks(stop=stop)), control)
     assert cancelled
     assert cancelled[0] - start < 100
     assert end.reason is TurnEndReason.ABORTED_TOOLS
@@ -222,13 +196,13 @@ def test_any_sequence_of_blocks_ends_with_the_last_accepted_value(
     async def stop(messages: tuple[Message, ...], *, stop_hook_active: bool) -> StopHookResult:
         return StopHookResult(block=next(verdicts, False), message="again")
 
-    script = [final("p0", "f0")] + [
-        final(f"p{i}", f"f{i}") if kind == "final" else text("ok")
+    script = [named("p0", "f0")] + [
+        named(f"p{i}", f"f{i}") if kind == "final" else text("ok")
         for i, kind in enumerate(answers, 1)
     ]
 
     async def main() -> None:
-        _, end = await turn(
+        _, end = await stop_turn(
             ScriptedModel(script), TurnOptions(hooks=Hooks(stop=stop), max_stop_hook_blocks=10)
         )
         assert end.reason is TurnEndReason.COMPLETED

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
@@ -18,8 +17,6 @@ import pytest
 import trio
 
 from trio_agent import (
-    Message,
-    ModelClient,
     OpenAIClient,
     OutputRejected,
     OutputValidationError,
@@ -30,14 +27,10 @@ from trio_agent import (
     Tool,
     ToolResult,
     ToolUseBlock,
-    Transition,
     TransitionReason,
     TurnControl,
-    TurnEnd,
     TurnEndReason,
     TurnOptions,
-    UserMessage,
-    query,
     read_transcript,
     run,
     tool,
@@ -45,50 +38,7 @@ from trio_agent import (
 from trio_agent._loop._output import ACCEPTED
 from trio_agent.testing import ScriptedAnswer, ScriptedModel, Timing, check_history
 
-GO: tuple[Message, ...] = (UserMessage("extract the person"),)
-
-
-@attrs.frozen
-class Person:
-    name: str
-    age: int
-
-
-PERSON = {"name": "Ada", "age": 36}
-
-
-def text(value: Any, **kw: Any) -> ScriptedAnswer:
-    return ScriptedAnswer(
-        blocks=[TextBlock(value if isinstance(value, str) else json.dumps(value))], **kw
-    )
-
-
-def final(value: Any, id: str = "f1", **kw: Any) -> ScriptedAnswer:
-    return ScriptedAnswer(blocks=[ToolUseBlock(id, "final_result", value)], **kw)
-
-
-async def turn(
-    client: ModelClient,
-    options: TurnOptions,
-    *,
-    tools: Sequence[Tool] = (),
-    model: str = "claude-sonnet-5-5",
-    control: TurnControl | None = None,
-) -> tuple[list[Any], TurnEnd]:
-    events: list[Any] = []
-    async with query(
-        client, GO, tools=tools, model=model, max_tokens=1000, options=options, control=control
-    ) as stream:
-        async for event in stream:
-            events.append(event)
-    end = events[-1]
-    assert isinstance(end, TurnEnd)
-    check_history(end.messages, strict=True)
-    return events, end
-
-
-def transitions(events: list[Any]) -> list[TransitionReason]:
-    return [e.reason for e in events if isinstance(e, Transition)]
+from .conftest import PERSON, Person, final, text, transitions, turn
 
 
 def openai_client(model: ScriptedModel, api: str) -> OpenAIClient:
