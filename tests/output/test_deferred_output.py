@@ -5,10 +5,12 @@ then, as in an unpaused turn."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from trio_agent import (
@@ -103,4 +105,40 @@ async def test_a_refused_final_result_is_retried_after_approval(autojump_clock: 
     assert second.output == Person("Ada", 36)
     assert len(model.requests) == 2
     assert ran == ["d1"]
+    check_history(second.end.messages)
+
+
+@attrs.frozen
+class Count:
+    n: int
+
+
+async def test_a_value_that_no_longer_builds_is_refused_and_retried(
+    autojump_clock: Any, tmp_path: Path
+) -> None:
+    # Resumed with another output type, the recorded final result (accepted as a
+    # Person) does not build: it is refused with the reason, and the model is
+    # asked again, never a crash nor a value of the wrong type.
+    ran.clear()
+    path = tmp_path / "t.jsonl"
+    model = ScriptedModel(
+        [
+            both({"name": "Ada", "age": 36}),
+            ScriptedAnswer(blocks=[ToolUseBlock("f2", "final_result", {"n": 3})]),
+        ]
+    )
+    async with Session(
+        model.client(), [DEPLOY], model="m", options=OPTIONS, transcript_path=path
+    ) as session:
+        first = await session.run("deploy and report")
+    assert first.reason is TurnEndReason.AWAITING_APPROVAL
+    counting = attrs.evolve(OPTIONS, output_type=Count)
+    async with Session.resume(path, model.client(), [DEPLOY], options=counting) as resumed:
+        second = await resumed.run(approvals={"d1": Allow()})
+    assert second.reason is TurnEndReason.COMPLETED
+    assert second.output == Count(3)
+    assert len(model.requests) == 2
+    retry = model.requests[1].body["messages"][-1]
+    assert retry["role"] == "user"
+    assert "does not match its schema" in json.dumps(retry)
     check_history(second.end.messages)

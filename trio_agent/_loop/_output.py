@@ -109,6 +109,11 @@ def _unwrapped(spec: OutputSpec, value: Any) -> Any:
     return value
 
 
+def refusal(reason: str) -> str:
+    """The final-result tool's answer to a refused value."""
+    return f"The final result was refused: {reason}"
+
+
 def partial_from_tool(spec: OutputSpec, delta: ToolInputDelta, model_call: int) -> PartialOutput:
     """The :class:`PartialOutput` of the final-result tool's streaming input."""
     return PartialOutput(_unwrapped(spec, dict(delta.partial_input)), model_call, delta.received)
@@ -147,26 +152,33 @@ class OutputTurn:
         reason = await self.check(input)
         if isinstance(reason, str):
             self.refused[ctx.tool_use_id] = reason
-            return ToolOutput(f"The final result was refused: {reason}", is_error=True)
+            return ToolOutput(refusal(reason), is_error=True)
         self.accepted[ctx.tool_use_id] = reason[0]
         return ACCEPTED
 
-    def recall(self, message: AssistantMessage, results: UserMessage) -> None:
+    def recall(self, message: AssistantMessage, results: UserMessage) -> UserMessage:
         """Take back what an earlier ``query`` accepted of *message*'s final-result
         calls (the turn paused for approvals after them): a call whose result in
         *results* is :data:`ACCEPTED` is accepted, its input built again (the
-        validators accepted it then); the others' results say why they were refused."""
-        accepted = {
-            b.tool_use_id
-            for b in results.content
-            if isinstance(b, ToolResultBlock) and b.content == ACCEPTED and not b.is_error
-        }
-        for call in self.final_calls(message):
-            if call.id in accepted and call.id not in self.accepted:
+        validators accepted it then); the others' results say why they were refused.
+        Returns *results*, with the answer of an accepted call that no longer builds
+        (the output type changed meanwhile) turned into its refusal."""
+        finals = {u.id: u for u in self.final_calls(message)}
+        changed = False
+        blocks: list[Any] = []
+        for block in results.content:
+            call = None
+            if isinstance(block, ToolResultBlock) and block.content == ACCEPTED:
+                call = None if block.is_error else finals.get(block.tool_use_id)
+            if call is not None and call.id not in self.accepted:
                 try:
                     self.accepted[call.id] = self.spec.build(plain_json(call.input))
-                except InvalidOutput as exc:  # the output type changed meanwhile
+                except InvalidOutput as exc:
                     self.refused[call.id] = str(exc)
+                    block = ToolResultBlock(call.id, refusal(str(exc)), is_error=True)
+                    changed = True
+            blocks.append(block)
+        return UserMessage(tuple(blocks)) if changed else results
 
     async def check(self, data: Any) -> str | tuple[Any]:
         """``(value,)`` when *data* builds a value every validator accepts, else

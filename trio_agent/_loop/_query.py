@@ -195,11 +195,15 @@ class _Loop:
                 attrs.evolve(state, messages=state.messages[:-1]), answer, blocks, deferred
             )
         results = UserMessage(tuple(blocks[u.id] for u in answer.tool_uses))
+        # The answer's final result was checked in the turn that deferred: what it
+        # accepted is the output now (its result says so), as in _decide.
+        output = self.output
+        if stopped or output is None or output.native:
+            output = None
+        if output is not None:
+            results = output.recall(answer, results)
         await self.send.send(results)
-        if not stopped and self.output is not None and not self.output.native:
-            # The answer's final result was checked in the turn that deferred: what
-            # it accepted is the output now (its result says so), as in _decide.
-            self.output.recall(answer, results)
+        if output is not None:
             before = attrs.evolve(state, messages=state.messages[:-1])
             ended = await self._tool_output(before, answer, results)
             if ended is not None:
