@@ -242,14 +242,17 @@ def _child(
 
     collections = [0, 0, 0]
     gc_seconds = [0.0]
+    gc_by_generation = [0.0, 0.0, 0.0]
     started = [0.0]
 
     def on_gc(phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             started[0] = time.process_time()
         else:
+            spent = time.process_time() - started[0]
             collections[info["generation"]] += 1
-            gc_seconds[0] += time.process_time() - started[0]
+            gc_seconds[0] += spent
+            gc_by_generation[info["generation"]] += spent
 
     counts = Counts() if counting else None
     if freeze:
@@ -277,6 +280,7 @@ def _child(
         "cpu": cpu,
         "gc_cpu": gc_seconds[0],
         "collections": collections,
+        "gc_cpu_by_generation": gc_by_generation,
         "turns": completed,
         "errors": errors,
         "base_rss_kb": base_rss,
@@ -287,7 +291,8 @@ def _child(
 
 class Counts(trio.abc.Instrument):
     """Tasks spawned, task steps (each step ends in a park or the task's end),
-    memory-channel sends, cancel scopes entered (a nursery's included) and
+    channel sends (Trio's memory channels and the turn's event channel), cancel
+    scopes entered (a nursery's included) and
     ``attrs.evolve`` calls, over the whole run (a diagnostic: the patches cost CPU)."""
 
     def __init__(self) -> None:
@@ -297,7 +302,10 @@ class Counts(trio.abc.Instrument):
         self.scopes = 0
         self.evolves = 0
         counts = self
+        from trio_agent._loop._outbox import Outbox
+
         send_nowait: Callable[[Any, Any], None] = trio.MemorySendChannel.send_nowait
+        add: Callable[[Any, Any], None] = Outbox._add  # pyright: ignore[reportPrivateUsage]
         enter: Callable[[Any], Any] = trio.CancelScope.__enter__
         evolve: Callable[..., Any] = attrs.evolve
 
@@ -305,6 +313,11 @@ class Counts(trio.abc.Instrument):
         def counted_send_nowait(self: Any, value: Any) -> None:
             counts.sends += 1
             send_nowait(self, value)
+
+        # Outbox.send and .announce add each event through _add.
+        def counted_add(self: Any, value: Any) -> None:
+            counts.sends += 1
+            add(self, value)
 
         # A nursery enters its cancel scope through __enter__ too.
         def counted_enter(self: Any) -> Any:
@@ -317,6 +330,7 @@ class Counts(trio.abc.Instrument):
             return evolve(*args, **changes)
 
         trio.MemorySendChannel.send_nowait = counted_send_nowait
+        Outbox._add = counted_add  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
         trio.CancelScope.__enter__ = counted_enter
         attrs.evolve = counted_evolve
 
@@ -578,7 +592,7 @@ def bench_session(config: Config) -> list[Series]:
 _COUNTED = (
     ("tasks", "tasks"),
     ("steps", "task steps"),
-    ("sends", "memory-channel sends"),
+    ("sends", "channel sends"),
     ("scopes", "cancel scopes"),
     ("evolves", "attrs.evolve calls"),
 )

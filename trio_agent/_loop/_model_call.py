@@ -49,11 +49,11 @@ from .._permissions import Defer, PermissionDecision
 from .._tools import Tool, ToolContext
 from . import _recovery as rec
 from ._control import TurnControl
+from ._outbox import Outbox
 from ._output import OutputTurn, PartialText, partial_from_tool
 from ._state import (
     BlockFinished,
     CacheBust,
-    QueryEvent,
     Stall,
     State,
     TextDelta,
@@ -265,7 +265,7 @@ class ModelCaller:
     system: Any
     options: TurnOptions
     control: TurnControl
-    send: trio.MemorySendChannel[QueryEvent]
+    send: Outbox
     #: The typed output (``options.output_type``), or None.
     output: OutputTurn | None = None
     calls: int = 0
@@ -560,7 +560,7 @@ class ModelCaller:
         cannot hide a tool_use whose side effects happened (the Session records it);
         and an abort during the announcement leaves the block out, with no result for
         a call never announced."""
-        await self.send.send(BlockFinished(index, block))
+        await self.send.announce(BlockFinished(index, block))
         attempt.blocks.append(block)
         if isinstance(block, ToolUseBlock):
             self._add_tool(executor, attempt, block)

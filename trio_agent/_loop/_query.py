@@ -68,6 +68,7 @@ from . import _recovery as rec
 from ._compact import check_compacted
 from ._control import TurnControl
 from ._model_call import Attempt, ModelCaller, Phase
+from ._outbox import Outbox, open_turn_channel
 from ._output import NO_FINAL_CALL, OutputTurn
 from ._state import (
     AttemptDiscarded,
@@ -95,7 +96,7 @@ class _Loop:
     caller: ModelCaller
     options: TurnOptions
     control: TurnControl
-    send: trio.MemorySendChannel[QueryEvent]
+    send: Outbox
     #: ``options.retry``, or the client's policy when that is None.
     retry: RetryPolicy
     #: Whose prices the calls cost (genai-prices' provider id; None: the model's maker).
@@ -865,7 +866,7 @@ async def query(
     pending: PendingApprovals | None = None,
     approvals: Mapping[str, PermissionDecision] | None = None,
     output_type: Any = None,
-) -> AsyncGenerator[trio.MemoryReceiveChannel[QueryEvent]]:
+) -> AsyncGenerator[trio.abc.ReceiveChannel[QueryEvent]]:
     """Run one user turn: stream the model, run its tools, recover, until it ends.
 
     Use it like a ``@trio.as_safe_channel`` function::
@@ -941,9 +942,7 @@ async def query(
     for name in (model, options.fallback_model):
         if name is not None:
             check_model(name, provider)
-    send: trio.MemorySendChannel[QueryEvent]
-    receive: trio.MemoryReceiveChannel[QueryEvent]
-    send, receive = trio.open_memory_channel(0)
+    outbox, receive = open_turn_channel()
     control = control if control is not None else TurnControl()
     spec = output_spec(options.output_type)
     output = None
@@ -961,7 +960,7 @@ async def query(
         system=system,
         options=call_options,
         control=control,
-        send=send,
+        send=outbox,
         output=output,
     )
     retry = options.retry
@@ -972,7 +971,7 @@ async def query(
         caller=caller,
         options=options,
         control=control,
-        send=send,
+        send=outbox,
         retry=retry,
         provider=provider,
         output=output,
