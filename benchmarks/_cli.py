@@ -121,6 +121,21 @@ def _verify(args: argparse.Namespace) -> int:
     )
 
 
+def _compile_library() -> None:
+    """Write trio_agent's bytecode (``__pycache__``), as installing its wheel does.
+
+    From a source checkout, Python writes it on first import, unless
+    ``PYTHONDONTWRITEBYTECODE`` is set (as on some CI images): then every process a
+    benchmark starts (the CLI runs, the scale children) compiles each module it
+    imports again, which a user's installed copy never does.
+    """
+    import compileall
+
+    import trio_agent
+
+    compileall.compile_dir(Path(trio_agent.__file__).parent, quiet=2)
+
+
 def _run(args: argparse.Namespace) -> int:
     registry = _registry()
     names: Sequence[str] = args.names or list(registry)
@@ -136,6 +151,7 @@ def _run(args: argparse.Namespace) -> int:
         print("--repeat must be >= 1", file=sys.stderr)
         return 2
     config = Config(quick=args.quick, repeat=repeat)
+    _compile_library()
     started = time.perf_counter()
     results, failures = run_benchmarks(names, config)
     failures += sum(len(s.errors) for s in results)
