@@ -50,3 +50,15 @@ def test_every_turn_completes_after_all_were_open_at_once() -> None:
     assert result["peak_open"] == agents
     assert result["sessions_kept"] == agents
     assert result["peak_rss_kb"] >= result["rss_at_release_kb"] > 0
+
+
+def test_a_warm_measurement_leaves_its_warm_up_turn_out() -> None:
+    """``warm``: one turn of the contestant runs first, alone, and is not counted."""
+    agents = 5
+    for mode in ("session", "after"):
+        result = _child(
+            agents, "in-process", mode, in_process=True, barrier=False, share_tools=True, warm=True
+        )
+        assert result["errors"] == {}
+        assert result["turns"] == agents
+        assert result["cpu"] > 0
