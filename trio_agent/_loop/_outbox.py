@@ -10,8 +10,8 @@ keeps what the loop sent and the consumer has not taken yet in a short buffer:
   :data:`LIMIT` events are unread), so the loop hands out a whole read and then
   awaits the next one;
 - :meth:`TurnEvents.receive` takes the next event without a schedule point while
-  there is one, and parks when the buffer is empty (first waking a loop that waits
-  for the consumer), so the consumer takes the whole read in one step.
+  there is one, and parks when the buffer is empty, so the consumer takes the whole
+  read in one step; the take that empties the buffer wakes a loop waiting for room.
 
 A send either adds its event or raises (``Cancelled`` before adding it, as Trio's
 ``send``), so an event is never both sent and not sent. :meth:`Outbox.announce` is
