@@ -250,16 +250,13 @@ def _child(
         return time.perf_counter() - t0, base_rss
 
     collections = [0, 0, 0]
-    gc_seconds = [0.0]
     gc_by_generation = [0.0, 0.0, 0.0]
     started = [0.0]
-    cpu0 = 0.0
 
     def restart() -> None:
         """Start the measurement now (after a warm-up turn)."""
         nonlocal cpu0
         collections[:] = [0, 0, 0]
-        gc_seconds[0] = 0.0
         gc_by_generation[:] = [0.0, 0.0, 0.0]
         cpu0 = time.process_time()
 
@@ -267,10 +264,8 @@ def _child(
         if phase == "start":
             started[0] = time.process_time()
         else:
-            spent = time.process_time() - started[0]
             collections[info["generation"]] += 1
-            gc_seconds[0] += spent
-            gc_by_generation[info["generation"]] += spent
+            gc_by_generation[info["generation"]] += time.process_time() - started[0]
 
     counts = Counts() if counting else None
     if freeze:
@@ -296,7 +291,7 @@ def _child(
         "sessions_kept": len(sessions),
         "wall": wall,
         "cpu": cpu,
-        "gc_cpu": gc_seconds[0],
+        "gc_cpu": sum(gc_by_generation),
         "collections": collections,
         "gc_cpu_by_generation": gc_by_generation,
         "turns": completed,

@@ -46,15 +46,7 @@ LIMIT = 64
 class _Buffer:
     """What both ends share."""
 
-    __slots__ = (
-        "announcing",
-        "events",
-        "receiver",
-        "receiver_closed",
-        "room",
-        "sender_closed",
-        "taken",
-    )
+    __slots__ = ("events", "receiver", "receiver_closed", "room", "sender_closed", "taken")
 
     def __init__(self) -> None:
         self.events: deque[QueryEvent] = deque()
@@ -62,15 +54,26 @@ class _Buffer:
         self.receiver: trio.lowlevel.Task | None = None
         #: Senders waiting for room (woken once the consumer took every event).
         self.room = trio.lowlevel.ParkingLot()
-        #: Announcers waiting for the consumer to take their event (woken at each
-        #: take while ``announcing``).
+        #: Announcers waiting for the consumer to take their event (woken at each take).
         self.taken = trio.lowlevel.ParkingLot()
-        self.announcing = 0
         self.sender_closed = False
         self.receiver_closed = False
 
     def queued(self, event: QueryEvent) -> bool:
         return any(queued is event for queued in self.events)
+
+    def take_back(self, event: QueryEvent) -> None:
+        """Remove *event* (that very object, not an equal one) if it is queued."""
+        for index, queued in enumerate(self.events):
+            if queued is event:
+                del self.events[index]
+                return
+
+    def wake_receiver(self) -> None:
+        receiver = self.receiver
+        if receiver is not None:
+            self.receiver = None
+            trio.lowlevel.reschedule(receiver)
 
 
 def open_turn_channel() -> tuple[Outbox, TurnEvents]:
@@ -116,17 +119,12 @@ class Outbox:
         """
         await self.send(event)
         buffer = self._buffer
-        buffer.announcing += 1
-        try:
-            while buffer.queued(event) and not buffer.receiver_closed:
-                try:
-                    await buffer.taken.park()
-                except trio.Cancelled:
-                    if buffer.queued(event):
-                        _remove(buffer.events, event)
-                    raise
-        finally:
-            buffer.announcing -= 1
+        while buffer.queued(event) and not buffer.receiver_closed:
+            try:
+                await buffer.taken.park()
+            except trio.Cancelled:
+                buffer.take_back(event)
+                raise
         if buffer.queued(event):
             raise trio.BrokenResourceError("the consumer closed the turn's events")
 
@@ -137,10 +135,7 @@ class Outbox:
         if buffer.receiver_closed:
             raise trio.BrokenResourceError("the consumer closed the turn's events")
         buffer.events.append(event)
-        receiver = buffer.receiver
-        if receiver is not None:
-            buffer.receiver = None
-            trio.lowlevel.reschedule(receiver)
+        buffer.wake_receiver()
 
     @enable_ki_protection
     def close(self) -> None:
@@ -149,10 +144,7 @@ class Outbox:
         if buffer.sender_closed:
             return
         buffer.sender_closed = True
-        receiver = buffer.receiver
-        if receiver is not None:
-            buffer.receiver = None
-            trio.lowlevel.reschedule(receiver)
+        buffer.wake_receiver()
 
     def __enter__(self) -> Outbox:
         return self
@@ -164,14 +156,6 @@ class Outbox:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def _remove(events: deque[QueryEvent], event: QueryEvent) -> None:
-    """Take *event* (that very object) out of *events*."""
-    for index, queued in enumerate(events):
-        if queued is event:
-            del events[index]
-            return
 
 
 @final
@@ -204,7 +188,7 @@ class TurnEvents(trio.abc.ReceiveChannel[QueryEvent]):
     @staticmethod
     def _take(buffer: _Buffer) -> QueryEvent:
         event = buffer.events.popleft()
-        if buffer.announcing:
+        if buffer.taken:
             buffer.taken.unpark_all()
         if not buffer.events and buffer.room:
             buffer.room.unpark_all()
