@@ -164,6 +164,70 @@ async def test_an_in_process_submit_is_started_by_the_waker(tmp_path: pathlib.Pa
             await trio.to_thread.run_sync(client.close)
 
 
+async def test_an_in_process_wait_takes_the_summary_without_reading_the_database(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client waiting in the worker's process gets the summary from the workflow as
+    it returns: no look at the turn's status after it ended, no read of DBOS's
+    result. The turn is held in its tool until the wait has begun, so the hand-off
+    is what ran."""
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    model = ScriptedModel(
+        [
+            ScriptedAnswer(blocks=[ToolUseBlock("toolu_1", "Hold", {})]),
+            ScriptedAnswer(blocks=[TextBlock("held and done")]),
+        ]
+    )
+
+    async def hold(input: object, ctx: object) -> str:
+        with trio.fail_after(30):
+            while not _worker._endings:  # pyright: ignore[reportPrivateUsage]
+                await trio.sleep(0.001)  # the waiter's thread registers its turn
+        return "held"
+
+    async with serve_scripted_model(model) as base_url:
+        model_client = AnthropicClient(api_key="k", base_url=base_url)
+        tools = [Tool("Hold", "Hold.", {"type": "object"}, hold)]
+
+        def build(session_id: str) -> Session:
+            return Session(model_client, tools, model="claude-scripted", max_tokens=64)
+
+        client = await trio.to_thread.run_sync(lambda: DurableClient.connect(url, agent="w"))
+        looks: list[str] = []  # each look at the status: after the turn's end or before
+        real_status = SqlSessionStore.workflow_status
+
+        def counted_status(self: SqlSessionStore, turn_id: str) -> str | None:
+            ending = _worker._endings.get(turn_id)  # pyright: ignore[reportPrivateUsage]
+            looks.append("after" if ending is not None and ending.is_set() else "before")
+            return real_status(self, turn_id)
+
+        monkeypatch.setattr(SqlSessionStore, "workflow_status", counted_status)
+        try:
+            async with open_worker(Agent("w", build), database_url=url, concurrency=1):
+                handle = await trio.to_thread.run_sync(client.submit, "s", "hello")
+                with trio.fail_after(60):
+                    summary = await handle.wait()
+                assert (summary.reason, summary.text, summary.turn_id) == (
+                    "completed",
+                    "held and done",
+                    handle.turn_id,
+                )
+                # The wait looks while the turn runs (another worker could run it),
+                # never once it ended here: the summary came from the workflow itself.
+                assert "after" not in looks, looks
+                looks.clear()
+                assert not _worker._endings  # pyright: ignore[reportPrivateUsage]
+                # DBOS records the workflow's end right after: the same summary.
+                with trio.fail_after(30):
+                    while handle.status() != "SUCCESS":
+                        await trio.sleep(0.01)
+                again = await handle.wait()  # the turn ended before: read from DBOS
+                assert again == summary
+                assert looks == ["before"]
+        finally:
+            await trio.to_thread.run_sync(client.close)
+
+
 async def test_a_worker_that_cannot_record_fails_the_turn_for_the_client(
     tmp_path: pathlib.Path,
 ) -> None:

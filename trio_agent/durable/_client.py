@@ -7,7 +7,6 @@ reads results; any worker sharing the database runs them.
 from __future__ import annotations
 
 import functools
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final, cast, final
@@ -26,6 +25,7 @@ from ._worker import (
     APP_VERSION,
     QUEUE,
     WORKFLOW,
+    Ending,
     await_ending,
     default_database_url,
     forget_ending,
@@ -40,8 +40,6 @@ _POLL: Final = 0.05  # seconds between looks at a turn's status, at most
 #: and starts again when the status changes (the turn dequeued: it may end soon).
 _POLL_FIRST: Final = 0.002
 _POLL_GROWTH: Final = 1.5
-#: Seconds between looks once a worker in this process said the turn ended.
-_POLL_ENDING: Final = 0.001
 _WATCH: Final = 1.0  # seconds between looks at the workers' heartbeats
 _DB_ATTEMPTS: Final = 5  # failed reads of the database in a row before giving up
 #: Seconds a waiting client tolerates with no worker heartbeating (the default lease, twice).
@@ -156,7 +154,7 @@ class TurnHandle:
     def _wait(
         self,
         clock: Callable[[], float],
-        ending: threading.Event,
+        ending: Ending,
         no_worker_timeout: float,
         on_no_worker: Callable[[], None] | None,
     ) -> TurnSummary:
@@ -164,12 +162,14 @@ class TurnHandle:
         started = alive_at = watched_at = clock()
         failures = 0
         status = last = ""
-        # With a worker in this process, its ending event says when to look (a turn run
+        # With a worker in this process, its ending hands the summary over (a turn run
         # by another process is still seen, at the queue's pace); else poll fast first.
         local = serves(self._client.url)
         first = _POLL if local else _POLL_FIRST
         delay = first
         while True:
+            if ending.summary is not None:  # the workflow returned in this process
+                return TurnSummary.from_record(ending.summary)
             try:
                 status = self._client.store.workflow_status(self.turn_id) or ""
                 if not status:
@@ -205,9 +205,7 @@ class TurnHandle:
                     f"turn {self.turn_id} is still {status}: no worker has heartbeated for"
                     f" {no_worker_timeout:g} s (is one running on this database?)"
                 )
-            if ending.is_set():  # the workflow returned: DBOS is recording its end
-                time.sleep(_POLL_ENDING)
-            elif not ending.wait(delay):  # set while waiting: look at once
+            if not ending.wait(delay):  # set while waiting: take its summary
                 delay = min(_POLL, delay * _POLL_GROWTH)
         try:
             record: Any = self._retrieve().get_result(polling_interval_sec=_POLL)

@@ -295,28 +295,17 @@ class SqlSessionStore:
 
         Turns of a session run in this order (it is their priority in the queue).
         """
-        for _ in range(3):
-            try:
-                with _db("number a turn"), self.engine.begin() as conn:
-                    updated = conn.execute(
-                        _SESSIONS.update()
-                        .where(_SESSIONS.c.session_id == session_id)
-                        .values(submitted=_SESSIONS.c.submitted + 1)
-                    ).rowcount
-                    if not updated:
-                        conn.execute(_SESSIONS.insert().values(session_id=session_id, submitted=1))
-                    return int(
-                        conn.execute(
-                            sa.select(_SESSIONS.c.submitted).where(
-                                _SESSIONS.c.session_id == session_id
-                            )
-                        ).scalar_one()
-                    )
-            except DurableError as exc:  # pragma: no cover - a concurrent first turn
-                if isinstance(exc.__cause__, sqlalchemy.exc.IntegrityError):
-                    continue
-                raise
-        raise DurableError(f"cannot number a turn of {session_id!r}")  # pragma: no cover
+        count = (
+            self._dialect_insert(_SESSIONS)
+            .values(session_id=session_id, submitted=1)
+            .on_conflict_do_update(
+                index_elements=[_SESSIONS.c.session_id],
+                set_={"submitted": _SESSIONS.c.submitted + 1},
+            )
+            .returning(_SESSIONS.c.submitted)
+        )  # one atomic statement: two first turns at once both count
+        with _db("number a turn"), self.engine.begin() as conn:
+            return int(conn.execute(count).scalar_one())
 
     def commit_turn(
         self,
@@ -338,13 +327,13 @@ class SqlSessionStore:
             FencedError: *owner* (the DBOS execution's ownership token) no longer
                 owns the turn's workflow: another worker took it over.
         """
+        row = {"turn_id": turn_id, "session_id": session_id, "summary": _dumps(summary)}
         with _db(f"commit turn {turn_id}"), self.engine.begin() as conn:
-            recorded = conn.execute(
-                sa.select(_TURNS.c.summary).where(_TURNS.c.turn_id == turn_id)
-            ).scalar()
-            if recorded is not None:
-                return json.loads(recorded)
-            if owner is not None:
+            # The summary first: a turn committed before (or by a peer committing now,
+            # whose row this waits for) inserts nothing, and its summary stands.
+            if not conn.execute(self._insert_new(_TURNS).values(row)).rowcount:
+                return self._summary(conn, turn_id) or dict(summary)
+            if owner is not None:  # fenced: the rollback takes the summary back
                 self._check_owner(conn, turn_id, owner)
             self._insert(conn, session_id, turn_id, messages)
             conn.execute(_PENDING.delete().where(_PENDING.c.session_id == session_id))
@@ -354,11 +343,6 @@ class SqlSessionStore:
                         session_id=session_id, pending=_dumps(pending.to_api())
                     )
                 )
-            conn.execute(
-                _TURNS.insert().values(
-                    turn_id=turn_id, session_id=session_id, summary=_dumps(summary)
-                )
-            )
             conn.execute(_JOURNAL.delete().where(_JOURNAL.c.turn_id == turn_id))
         return dict(summary)
 
@@ -428,9 +412,13 @@ class SqlSessionStore:
 
     def _insert_new(self, table: sa.Table) -> sa.Insert:
         """``INSERT`` into *table* that skips rows whose key is already there."""
+        return self._dialect_insert(table).on_conflict_do_nothing()
+
+    def _dialect_insert(self, table: sa.Table) -> postgresql.Insert | sqlite.Insert:
+        """``INSERT`` into *table* with the database's ``ON CONFLICT`` clauses."""
         if self.engine.dialect.name == "postgresql":
-            return postgresql.insert(table).on_conflict_do_nothing()
-        return sqlite.insert(table).on_conflict_do_nothing()
+            return postgresql.insert(table)
+        return sqlite.insert(table)
 
     # -- ownership of turns ---------------------------------------------------------
 

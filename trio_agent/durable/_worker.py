@@ -367,19 +367,33 @@ def _turn_workflow(
     summary = _turn_step(agent_name, session_id, prompt, approvals)
     turn_id = DBOS.workflow_id
     ending = None if turn_id is None else _endings.get(turn_id)
-    if ending is not None:  # a waiter in this process: look now, DBOS records it next
+    if ending is not None:  # a waiter in this process: it has the summary now
+        ending.summary = summary
         ending.set()
     return summary
 
 
-#: Turns awaited in this process: the workflow sets its event as it returns, and the
-#: waiter (TurnHandle.result) then looks at once instead of at its next poll.
-_endings: dict[str, threading.Event] = {}
+@final
+class Ending(threading.Event):
+    """Set as the turn's workflow returns in this process, with its ``summary``.
+
+    The summary is the step's recorded output, committed with the turn's messages
+    (``commit_turn``) before the workflow returns: DBOS records the workflow's end
+    just after, and a recovery of the workflow returns the same summary. So a
+    waiter in this process takes it from here, without reading the database.
+    """
+
+    summary: dict[str, Any] | None = None
 
 
-def await_ending(turn_id: str) -> threading.Event:
-    """An event the turn *turn_id* sets as it ends, if it runs in this process."""
-    return _endings.setdefault(turn_id, threading.Event())
+#: Turns awaited in this process: the workflow hands its summary over as it
+#: returns, and the waiter (TurnHandle.result) takes it instead of polling.
+_endings: dict[str, Ending] = {}
+
+
+def await_ending(turn_id: str) -> Ending:
+    """What the turn *turn_id* sets as it ends, if it runs in this process."""
+    return _endings.setdefault(turn_id, Ending())
 
 
 def forget_ending(turn_id: str) -> None:
@@ -449,8 +463,16 @@ class _Waker:
             return
         owner = generate_uuid()
         sys_db = dbos._sys_db  # pyright: ignore[reportPrivateUsage]
+        # Only turns of this version (every DurableClient enqueues with it): not also
+        # unversioned ones, which need a read of the latest registered version each
+        # pass; the queue's own poll still takes those.
         ids = sys_db.start_queued_partitioned_workflows(
-            self.queue, GlobalParams.executor_id, GlobalParams.app_version, budget, owner_xid=owner
+            self.queue,
+            GlobalParams.executor_id,
+            GlobalParams.app_version,
+            budget,
+            owner_xid=owner,
+            is_latest_version=False,
         )
         self.passes += 1
         self.dequeued += len(ids)
