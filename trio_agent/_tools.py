@@ -195,6 +195,44 @@ def plain_json(value: Any) -> Any:
     return value
 
 
+#: The schemas that passed their metaschema check, by :func:`_schema_key`: the check
+#: takes about a millisecond a tool, and an agent that builds its tools for each
+#: session (a durable worker's factory, a server's handler) checks the same ones
+#: again and again. Bounded: past the limit it starts over.
+_CHECKED: set[tuple[type, str]] = set()
+_CHECKED_MAX: Final = 1024
+_KEY_MAX: Final = 65_536
+_JSON_LEAVES: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _schema_key(cls: type, schema: object) -> tuple[type, str] | None:
+    """A key naming *schema* exactly, for the validator class *cls*: its ``repr``,
+    when it is made of JSON's own types only (``dict`` with ``str`` keys, ``list``,
+    ``str``, ``int``, ``float``, ``bool``, None: there ``repr`` tells every value
+    apart); None (the check is not remembered) for anything else, a tuple, a
+    mapping proxy, a schema nested deeper than :data:`MAX_INPUT_DEPTH` or one whose
+    text is longer than :data:`_KEY_MAX` (the set stays small)."""
+    stack: list[tuple[object, int]] = [(schema, 0)]
+    while stack:
+        value, depth = stack.pop()
+        kind = type(value)
+        if kind in _JSON_LEAVES:
+            continue
+        if depth >= MAX_INPUT_DEPTH:
+            return None
+        if kind is dict:
+            items = cast(dict[object, object], value)
+            if any(type(k) is not str for k in items):
+                return None
+            stack.extend((v, depth + 1) for v in items.values())
+        elif kind is list:
+            stack.extend((v, depth + 1) for v in cast(list[object], value))
+        else:
+            return None
+    text = repr(schema)
+    return None if len(text) > _KEY_MAX else (cls, text)
+
+
 def _check_behavior(_inst: Any, _attr: Any, value: str) -> None:
     if value not in ("block", "cancel"):
         raise ToolDefinitionError(f"interrupt_behavior must be 'block' or 'cancel', not {value!r}")
@@ -265,13 +303,24 @@ class Tool:
     @_validator.default  # pyright: ignore[reportAttributeAccessIssue,reportUntypedFunctionDecorator]
     def _compile(self) -> jsonschema.protocols.Validator:
         # Compiled once per tool: validation is on the hot path of add_tool().
-        cls = jsonschema.validators.validator_for(self.input_schema)  # pyright: ignore
-        try:
-            cls.check_schema(self.input_schema)
-        except jsonschema.exceptions.SchemaError as exc:
+        if not isinstance(self.input_schema, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ToolDefinitionError(
-                f"tool {self.name!r}: invalid input_schema: {exc.message}"
-            ) from exc
+                f"tool {self.name!r}: invalid input_schema: a JSON Schema object is"
+                f" needed, not {type(self.input_schema).__name__}"
+            )
+        cls = jsonschema.validators.validator_for(self.input_schema)  # pyright: ignore
+        key = _schema_key(cls, self.input_schema)
+        if key not in _CHECKED:
+            try:
+                cls.check_schema(self.input_schema)
+            except jsonschema.exceptions.SchemaError as exc:
+                raise ToolDefinitionError(
+                    f"tool {self.name!r}: invalid input_schema: {exc.message}"
+                ) from exc
+            if key is not None:
+                if len(_CHECKED) >= _CHECKED_MAX:
+                    _CHECKED.clear()
+                _CHECKED.add(key)
         return cls(self.input_schema)  # pyright: ignore[reportUnknownVariableType]
 
     def validate(self, input: Mapping[str, Any]) -> str | None:
