@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import threading
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -98,6 +99,38 @@ def test_sql_commit_turn_is_idempotent(tmp_path: pathlib.Path) -> None:
     assert store.turn_summary("turn-2") is None
     assert list(store.load("s")) == turn  # appended once
     assert store.journal("turn-1") == {}  # dropped with the commit
+
+
+def test_turn_numbers_are_counted_once_each_under_concurrent_submits(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Submitters numbering turns of the same sessions at once, each on its own
+    connection of one database file, the first turn of a session included: every
+    number 1..N of a session is handed out exactly once."""
+    store = SqlSessionStore.connect(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    got: dict[str, list[int]] = {"a": [], "b": []}
+    start = threading.Barrier(6)
+
+    def submitter(session_id: str) -> None:
+        start.wait()
+        for _ in range(20):
+            got[session_id].append(store.next_turn_number(session_id))
+
+    try:
+        threads = [
+            threading.Thread(target=submitter, args=(session_id,))
+            for session_id in ("a", "b", "a", "b", "a", "b")
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert sorted(got["a"]) == list(range(1, 61))
+        assert sorted(got["b"]) == list(range(1, 61))
+        assert store.next_turn_number("a") == 61
+        assert store.next_turn_number("c") == 1
+    finally:
+        store.close()
 
 
 def test_sql_journal_first_record_wins(tmp_path: pathlib.Path) -> None:
