@@ -43,6 +43,47 @@ def test_version_imports_no_command_and_none_of_the_library() -> None:
     assert third_party == "[]"
 
 
+def test_the_command_imports_httpx_without_its_command_line() -> None:
+    """As the process's command (``main()`` without arguments), ``trio-agent run``
+    imports httpx but not httpx's own command line (click, rich.syntax, pygments),
+    which ``import httpx`` pulls in whenever click and rich are installed."""
+    code = """
+import atexit, importlib.util, sys
+def report():  # the command ends the process itself: this runs at its exit
+    wanted = ("httpx", "click", "pygments", "rich.syntax")
+    print(sorted(m for m in wanted if m in sys.modules))
+    print(sys.modules["httpx._main"].__doc__)
+atexit.register(report)
+# installed: what makes httpx import its command line
+assert importlib.util.find_spec("click") and importlib.util.find_spec("rich")
+sys.argv = ["trio-agent", "run", "--help"]
+from trio_agent._cli import main
+main()
+"""
+    *_, loaded, doc = run_python(code)
+    assert loaded == "['httpx']"  # the command line's own modules are not loaded
+    assert doc == "httpx's command line, loaded on first use."
+
+
+def test_httpx_main_still_runs_the_real_command_line() -> None:
+    code = """
+import sys
+from trio_agent._cli import _main
+_main._defer_httpx_cli()
+import httpx
+print("click" in sys.modules)
+try:
+    httpx.main(["--help"])
+except SystemExit as exc:
+    print("exit", exc.code)
+print("click" in sys.modules, sys.modules["httpx._main"].__doc__ is None)
+"""
+    lines = run_python(code)
+    assert lines[0] == "False"
+    assert any(line.startswith("Usage: httpx") for line in lines)
+    assert lines[-2:] == ["exit 0", "True True"]  # the real module, loaded by the call
+
+
 def test_a_public_name_imports_its_module_when_first_used() -> None:
     code = """
 import sys

@@ -15,6 +15,7 @@ import importlib
 import os
 import sys
 import threading
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TextIO
 
@@ -123,10 +124,35 @@ def main(
     script, ``python -m trio_agent._cli``), it ends the process when the command is
     done (:func:`_exit_now`) instead of returning.
     """
+    command = argv is None and out is None and err is None
+    if command:
+        _defer_httpx_cli()
     status = _main(argv, out, err)
-    if argv is None and out is None and err is None and not _threads_to_wait_for():
+    if command and not _threads_to_wait_for():
         _exit_now(status)
     return status
+
+
+def _defer_httpx_cli() -> None:
+    """Keep ``import httpx`` from importing httpx's own command line.
+
+    httpx imports it (``httpx._main``: click, rich's syntax highlighting, pygments'
+    lexers, about 40 ms of an idle machine's CPU, half a second of a loaded one's)
+    whenever click and rich are installed, only to offer ``httpx.main``. This
+    process is ``trio-agent`` and never runs it, so until httpx is imported its
+    ``_main`` is a stand-in whose ``main`` loads the real module and runs it.
+    """
+    if "httpx" in sys.modules or "httpx._main" in sys.modules:
+        return
+    stand_in = types.ModuleType("httpx._main", "httpx's command line, loaded on first use.")
+
+    def main(*args: Any, **kwargs: Any) -> Any:
+        if sys.modules.get("httpx._main") is stand_in:
+            del sys.modules["httpx._main"]
+        return importlib.import_module("httpx._main").main(*args, **kwargs)
+
+    stand_in.main = main  # type: ignore[attr-defined]
+    sys.modules["httpx._main"] = stand_in
 
 
 def _threads_to_wait_for() -> bool:
