@@ -35,6 +35,16 @@ def _store(tmp_path: pathlib.Path) -> SqlSessionStore:
     return SqlSessionStore.connect(f"sqlite:///{tmp_path / 'db.sqlite'}")
 
 
+def _agent_with(base_url: str, tool: Tool) -> Agent:
+    """An agent whose sessions have *tool*, on the scripted model at *base_url*."""
+    model_client = AnthropicClient(api_key="k", base_url=base_url)
+
+    def build(session_id: str) -> Session:
+        return Session(model_client, [tool], model="claude-scripted", max_tokens=64)
+
+    return Agent("w", build)
+
+
 async def test_records_are_written_behind_in_order_and_in_batches(tmp_path: pathlib.Path) -> None:
     store = _store(tmp_path)
     try:
@@ -186,12 +196,7 @@ async def test_an_in_process_wait_takes_the_summary_without_reading_the_database
         return "held"
 
     async with serve_scripted_model(model) as base_url:
-        model_client = AnthropicClient(api_key="k", base_url=base_url)
-        tools = [Tool("Hold", "Hold.", {"type": "object"}, hold)]
-
-        def build(session_id: str) -> Session:
-            return Session(model_client, tools, model="claude-scripted", max_tokens=64)
-
+        agent = _agent_with(base_url, Tool("Hold", "Hold.", {"type": "object"}, hold))
         client = await trio.to_thread.run_sync(lambda: DurableClient.connect(url, agent="w"))
         looks: list[str] = []  # each look at the status: after the turn's end or before
         real_status = SqlSessionStore.workflow_status
@@ -203,7 +208,7 @@ async def test_an_in_process_wait_takes_the_summary_without_reading_the_database
 
         monkeypatch.setattr(SqlSessionStore, "workflow_status", counted_status)
         try:
-            async with open_worker(Agent("w", build), database_url=url, concurrency=1):
+            async with open_worker(agent, database_url=url, concurrency=1):
                 handle = await trio.to_thread.run_sync(client.submit, "s", "hello")
                 with trio.fail_after(60):
                     summary = await handle.wait()
@@ -249,15 +254,10 @@ async def test_a_worker_that_cannot_record_fails_the_turn_for_the_client(
         return "echoed"
 
     async with serve_scripted_model(model) as base_url:
-        model_client = AnthropicClient(api_key="k", base_url=base_url)
-        tools = [Tool("Echo", "Echo.", {"type": "object"}, echo)]
-
-        def build(session_id: str) -> Session:
-            return Session(model_client, tools, model="claude-scripted", max_tokens=64)
-
+        agent = _agent_with(base_url, Tool("Echo", "Echo.", {"type": "object"}, echo))
         client = await trio.to_thread.run_sync(lambda: DurableClient.connect(url, agent="w"))
         try:
-            async with open_worker(Agent("w", build), database_url=url, concurrency=1):
+            async with open_worker(agent, database_url=url, concurrency=1):
                 with client.store.engine.begin() as conn:  # readable, not writable
                     conn.exec_driver_sql(
                         "CREATE TRIGGER no_journal BEFORE INSERT ON trio_agent_journal"
