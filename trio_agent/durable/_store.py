@@ -332,7 +332,10 @@ class SqlSessionStore:
             # The summary first: a turn committed before (or by a peer committing now,
             # whose row this waits for) inserts nothing, and its summary stands.
             if not conn.execute(self._insert_new(_TURNS).values(row)).rowcount:
-                return self._summary(conn, turn_id) or dict(summary)
+                recorded = self._summary(conn, turn_id)
+                if recorded is None:  # pragma: no cover - nothing deletes a turn's row
+                    raise DurableError(f"turn {turn_id}: its committed summary is gone")
+                return recorded
             if owner is not None:  # fenced: the rollback takes the summary back
                 self._check_owner(conn, turn_id, owner)
             self._insert(conn, session_id, turn_id, messages)
