@@ -54,7 +54,7 @@ def tool_verdict(schema: Any) -> bool:
 
 def twin(value: Any) -> Any:
     """The same schema in the other spelling: lists <-> tuples, bools <-> ints,
-    ints <-> floats, dicts <-> mapping proxies."""
+    ints <-> floats, mapping proxies -> dicts (each dict's values twinned)."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
@@ -65,9 +65,7 @@ def twin(value: Any) -> Any:
         return tuple(twin(v) for v in value)  # pyright: ignore[reportUnknownVariableType,reportUnknownArgumentType]
     if isinstance(value, tuple):
         return [twin(v) for v in value]  # pyright: ignore[reportUnknownVariableType,reportUnknownArgumentType]
-    if isinstance(value, MappingProxyType):
-        return {k: twin(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
-    if isinstance(value, dict):
+    if isinstance(value, (dict, MappingProxyType)):  # a proxy becomes a plain dict
         return {k: twin(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
     return value
 
