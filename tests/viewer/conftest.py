@@ -95,28 +95,29 @@ class Browser:
         """Run *script* (a function body) in the page; its return value."""
         return await self._call("POST", "/execute/sync", {"script": script, "args": list(args)})
 
-    async def wait_for(self, condition: str, timeout_ms: int = 20_000) -> Any:
-        """Wait, in the page, until the JS expression *condition* is truthy (bounded:
-        the browser gives up after *timeout_ms*); its value."""
-        await self._call("POST", "/timeouts", {"script": timeout_ms + 5000})
-        script = (
-            "const done = arguments[arguments.length - 1];"
-            f"const deadline = Date.now() + {timeout_ms};"
-            "(function check() {"
-            f"  let value; try {{ value = ({condition}); }} catch (e) {{ value = null; }}"
-            "  if (value) { done(value); return; }"
-            "  if (Date.now() > deadline) { done(null); return; }"
-            "  requestAnimationFrame(check);"
-            "})();"
-        )
-        # A reload (the live update) ends the waiting script: wait again in the new page.
-        for _ in range(5):
-            try:
-                return await self._call("POST", "/execute/async", {"script": script, "args": []})
-            except AssertionError as exc:
-                if "unloaded" not in str(exc) and "navigat" not in str(exc):
-                    raise
-        raise AssertionError(f"the page kept reloading while waiting for {condition}")
+    async def wait_for(self, condition: str, timeout_s: float = 30) -> Any:
+        """Wait until the JS expression *condition* is truthy in the page; its value.
+
+        The test asks the page again and again (a synchronous script each time, which
+        chromedriver runs only once a navigation has finished), not one long async
+        script in the page: a live update reloads the page, which ends any script
+        running in it, and a page's animation frames can stall on a loaded machine.
+        """
+        script = f"try {{ return ({condition}) || null; }} catch (e) {{ return null; }}"
+        asked = 0
+        with trio.move_on_after(timeout_s):
+            while True:
+                asked += 1
+                try:
+                    value = await self.js(script)
+                except AssertionError as exc:  # the page unloaded under the script
+                    if "unloaded" not in str(exc) and "navigat" not in str(exc):
+                        raise
+                    value = None
+                if value:
+                    return value
+                await trio.sleep(0.05)
+        raise AssertionError(f"{condition} was still false after {timeout_s} s ({asked} looks)")
 
     async def click(self, css: str) -> None:
         element = await self._call("POST", "/element", {"using": "css selector", "value": css})
