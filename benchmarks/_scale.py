@@ -481,6 +481,8 @@ def bench_scale(config: Config) -> list[Series]:
             r = rows[mode]
             r["cpu"].samples.append(m["cpu"] / agents * 1000)
             r["gc"].samples.append(m["gc_cpu"] / agents * 1000)
+            r["gc2"].samples.append(m["gc_cpu_by_generation"][2] / agents * 1000)
+            r["full"].samples.append(m["collections"][2])
             r["full"].samples.append(m["collections"][2])
             r["wall"].samples.append(m["wall"])
             r["rate"].samples.append(m["turns"] / m["wall"])
@@ -567,6 +569,10 @@ def bench_session(config: Config) -> list[Series]:
                     name, who[mode], f"CPU per turn, {where}, {agents} agents, GC on", "ms", [], sub
                 ),
                 "gc": Series(name, who[mode], f"GC CPU per turn, {where}", "ms", [], sub),
+                "gc2": Series(
+                    name, who[mode], f"full (gen 2) GC CPU per turn, {where}", "ms", [], sub
+                ),
+                "full": Series(name, who[mode], f"full (gen 2) collections, {where}", "", [], sub),
                 "wall": Series(
                     name, who[mode], f"wall time, {where}, {agents} agents", "s", [], sub
                 ),
@@ -584,6 +590,8 @@ def bench_session(config: Config) -> list[Series]:
             r = rows[(variant, mode)]
             r["cpu"].samples.append(m["cpu"] / agents * 1000)
             r["gc"].samples.append(m["gc_cpu"] / agents * 1000)
+            r["gc2"].samples.append(m["gc_cpu_by_generation"][2] / agents * 1000)
+            r["full"].samples.append(m["collections"][2])
             r["wall"].samples.append(m["wall"])
     counts = {
         mode: _measure(agents, "in-process", mode, timeout, *_SESSION_OPTIONS, "counts")["counts"]
@@ -607,7 +615,14 @@ def bench_session(config: Config) -> list[Series]:
         "alone and measures from its end: the per-turn cost without what a process does "
         "once (importing and building genai-prices' price table, ~0.2 s, is the Session's)"
     )
-    timed = [rows[(v, m)][k] for k in ("cpu", "gc", "wall") for v in _VARIANTS for m in who]
+    rows[("in-process", "session")]["gc2"].note = (
+        "a diagnostic: the full collections in the measured run and their CPU; each "
+        "walks every tracked object of the process, and one comes when the objects "
+        "that survived the young collections since the last exceed a quarter of "
+        "those a full collection kept, so the turns' long-lived objects decide how many"
+    )
+    kinds = ("cpu", "gc", "gc2", "full", "wall")
+    timed = [rows[(v, m)][k] for k in kinds for v in _VARIANTS for m in who]
     return timed + counted
 
 
