@@ -481,8 +481,6 @@ def bench_scale(config: Config) -> list[Series]:
             r = rows[mode]
             r["cpu"].samples.append(m["cpu"] / agents * 1000)
             r["gc"].samples.append(m["gc_cpu"] / agents * 1000)
-            r["gc2"].samples.append(m["gc_cpu_by_generation"][2] / agents * 1000)
-            r["full"].samples.append(m["collections"][2])
             r["full"].samples.append(m["collections"][2])
             r["wall"].samples.append(m["wall"])
             r["rate"].samples.append(m["turns"] / m["wall"])

@@ -91,10 +91,11 @@ def _run_in_own_group(argv: list[str], timeout: float) -> subprocess.CompletedPr
 
 # A representative subset keeps the suite fast: one micro-benchmark and one end-to-end
 # scenario with every contestant (trio_agent via query(), the ideal from
-# reference_schedule, the after-stream loops and the peers), and the durable row (a
-# worker in a child process against plain Sessions). `run --quick` itself runs
-# everything (under a minute on 2 cores).
-SUBSET = ("dispatch", "e2e.seed1", "durable")
+# reference_schedule, the after-stream loops and the peers), the durable row (a
+# worker in a child process against plain Sessions), and the two Session-vs-loop
+# benchmarks (each runs children of both contestants and builds its rows from what
+# they measured). `run --quick` itself runs everything (a few minutes on 2 cores).
+SUBSET = ("dispatch", "e2e.seed1", "durable", "scale", "session")
 
 
 @pytest.mark.slow
