@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import trio
 import trio.testing
@@ -21,11 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trio_agent import (
-    AnthropicClient,
     AssistantMessage,
     ContentBlock,
     ModelClient,
-    RetryPolicy,
     TextBlock,
     ToolUseBlock,
     UserMessage,
@@ -41,15 +38,6 @@ REQUEST: dict[str, Any] = {
     "messages": [UserMessage("go")],
     "max_tokens": 64,
 }
-
-
-def inner(model: ScriptedModel) -> AnthropicClient:
-    return AnthropicClient(
-        api_key="k",
-        base_url="http://scripted",
-        http_client=httpx.AsyncClient(transport=model.transport()),
-        retry=RetryPolicy(max_retries=0),
-    )
 
 
 async def read(
@@ -112,11 +100,11 @@ def test_a_recorded_answer_is_the_inner_one_and_replays_as_recorded(
             store = SqlSessionStore.connect(f"sqlite:///{Path(tmp) / 'db.sqlite'}")
             answer = ScriptedAnswer(blocks=blocks, timing=FAST)
 
-            raw = await read(inner(ScriptedModel([answer])))
+            raw = await read(ScriptedModel([answer]).client())
 
             journal = await TurnJournal.open(store, "turn-1")
             model = ScriptedModel([answer])
-            recorded = await read(journal.client(inner(model)))
+            recorded = await read(journal.client(model.client()))
             assert [shape(i) for i in recorded] == [shape(i) for i in raw]
             assert len(model.requests) == 1
             assert journal.calls == 1
@@ -124,7 +112,7 @@ def test_a_recorded_answer_is_the_inner_one_and_replays_as_recorded(
             # The turn runs again: the answer comes from the record, the model unasked.
             again = await TurnJournal.open(store, "turn-1")
             unasked = ScriptedModel([answer])
-            replayed = await read(again.client(inner(unasked)))
+            replayed = await read(again.client(unasked.client()))
             assert unasked.requests == []
             result = raw[-1]
             assert isinstance(result, StreamResult)
@@ -147,7 +135,7 @@ def test_the_result_is_recorded_before_the_caller_has_it(tmp_path: Path) -> None
             seen.append((type(item).__name__, "model/0" in journal.recorded))
 
         model = ScriptedModel([ScriptedAnswer(blocks=[TextBlock("hi")], timing=FAST)])
-        await read(journal.client(inner(model)), on_item)
+        await read(journal.client(model.client()), on_item)
         assert seen[-1] == ("StreamResult", True)
         assert all(not recorded for _, recorded in seen[:-1])
         assert store.journal("turn-1")["model/0"]["content"] == [{"type": "text", "text": "hi"}]
@@ -165,7 +153,7 @@ def test_a_caller_cancelled_mid_answer_records_nothing(tmp_path: Path) -> None:
         model = ScriptedModel([ScriptedAnswer(blocks=blocks, timing=FAST, faults=stall)])
         got: list[StreamItem] = []
         with trio.move_on_after(60) as scope:
-            await read(journal.client(inner(model)), got.append)
+            await read(journal.client(model.client()), got.append)
         assert scope.cancelled_caught
         assert any(isinstance(i, AssistantMessage) for i in got)  # it was mid-answer
         assert journal.recorded == {}
@@ -174,7 +162,7 @@ def test_a_caller_cancelled_mid_answer_records_nothing(tmp_path: Path) -> None:
         # Nothing recorded: the turn run again asks the model.
         again = await TurnJournal.open(store, "turn-1")
         model2 = ScriptedModel([ScriptedAnswer(blocks=blocks, timing=FAST)])
-        items = await read(again.client(inner(model2)))
+        items = await read(again.client(model2.client()))
         assert len(model2.requests) == 1
         assert isinstance(items[-1], StreamResult)
 
@@ -187,15 +175,15 @@ def test_a_replayed_answer_left_early_or_closed(tmp_path: Path) -> None:
         blocks: list[ContentBlock] = [TextBlock("a"), TextBlock("b")]
         journal = await TurnJournal.open(store, "turn-1")
         model = ScriptedModel([ScriptedAnswer(blocks=blocks, timing=FAST)])
-        await read(journal.client(inner(model)))
+        await read(journal.client(model.client()))
 
-        replaying = (await TurnJournal.open(store, "turn-1")).client(inner(model))
+        replaying = (await TurnJournal.open(store, "turn-1")).client(model.client())
         async with replaying.stream(**REQUEST) as channel:
             first = await channel.receive()  # then leave
         assert isinstance(first, AssistantMessage)
         assert first.content == (TextBlock("a"),)
 
-        replaying = (await TurnJournal.open(store, "turn-1")).client(inner(model))
+        replaying = (await TurnJournal.open(store, "turn-1")).client(model.client())
         async with replaying.stream(**REQUEST) as channel:
             kinds = [type(await channel.receive()).__name__ for _ in range(3)]
             with pytest.raises(trio.EndOfChannel):
