@@ -247,7 +247,7 @@ print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", **decisi
 async def test_a_slow_hook_is_killed_at_its_timeout(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     body = (
-        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n"
+        f"import os, signal\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\nsignal.pause()\n"
     )
     (tmp_path / "slow.py").write_text(body)
     # two commands: the shell forks the script (and waits), so killing the shell alone
