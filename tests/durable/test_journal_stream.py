@@ -9,7 +9,7 @@ consumer cancelled mid-answer, and one that leaves early.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +51,6 @@ async def read(
                 on_item(item)
             items.append(item)
     return items
-
-
-def run(body: Callable[[], Awaitable[None]]) -> None:
-    trio.run(body, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
 def shape(item: StreamItem) -> Any:
@@ -122,76 +118,71 @@ def test_a_recorded_answer_is_the_inner_one_and_replays_as_recorded(
                 ("result", message.content, message.stop_reason),
             ]
 
-    run(body)
+    trio.run(body, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
-def test_the_result_is_recorded_before_the_caller_has_it(tmp_path: Path) -> None:
-    async def body() -> None:
-        store = SqlSessionStore.connect(f"sqlite:///{tmp_path / 'db.sqlite'}")
-        journal = await TurnJournal.open(store, "turn-1")
-        seen: list[tuple[str, bool]] = []
+async def test_the_result_is_recorded_before_the_caller_has_it(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    store = SqlSessionStore.connect(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    journal = await TurnJournal.open(store, "turn-1")
+    seen: list[tuple[str, bool]] = []
 
-        def on_item(item: StreamItem) -> None:
-            seen.append((type(item).__name__, "model/0" in journal.recorded))
+    def on_item(item: StreamItem) -> None:
+        seen.append((type(item).__name__, "model/0" in journal.recorded))
 
-        model = ScriptedModel([ScriptedAnswer(blocks=[TextBlock("hi")], timing=FAST)])
-        await read(journal.client(model.client()), on_item)
-        assert seen[-1] == ("StreamResult", True)
-        assert all(not recorded for _, recorded in seen[:-1])
-        assert store.journal("turn-1")["model/0"]["content"] == [{"type": "text", "text": "hi"}]
-
-    run(body)
-
-
-def test_a_caller_cancelled_mid_answer_records_nothing(tmp_path: Path) -> None:
-    async def body() -> None:
-        store = SqlSessionStore.connect(f"sqlite:///{tmp_path / 'db.sqlite'}")
-        blocks: list[ContentBlock] = [TextBlock("a"), TextBlock("b")]
-        events = ScriptedAnswer(blocks=blocks).events()
-        stall = Faults(stall_before_event=len(events) - 2, stall_seconds=3600.0)
-        journal = await TurnJournal.open(store, "turn-1")
-        model = ScriptedModel([ScriptedAnswer(blocks=blocks, timing=FAST, faults=stall)])
-        got: list[StreamItem] = []
-        with trio.move_on_after(60) as scope:
-            await read(journal.client(model.client()), got.append)
-        assert scope.cancelled_caught
-        assert any(isinstance(i, AssistantMessage) for i in got)  # it was mid-answer
-        assert journal.recorded == {}
-        assert store.journal("turn-1") == {}
-
-        # Nothing recorded: the turn run again asks the model.
-        again = await TurnJournal.open(store, "turn-1")
-        model2 = ScriptedModel([ScriptedAnswer(blocks=blocks, timing=FAST)])
-        items = await read(again.client(model2.client()))
-        assert len(model2.requests) == 1
-        assert isinstance(items[-1], StreamResult)
-
-    run(body)
+    model = ScriptedModel([ScriptedAnswer(blocks=[TextBlock("hi")], timing=FAST)])
+    await read(journal.client(model.client()), on_item)
+    assert seen[-1] == ("StreamResult", True)
+    assert all(not recorded for _, recorded in seen[:-1])
+    assert store.journal("turn-1")["model/0"]["content"] == [{"type": "text", "text": "hi"}]
 
 
-def test_a_replayed_answer_left_early_or_closed(tmp_path: Path) -> None:
-    async def body() -> None:
-        store = SqlSessionStore.connect(f"sqlite:///{tmp_path / 'db.sqlite'}")
-        blocks: list[ContentBlock] = [TextBlock("a"), TextBlock("b")]
-        journal = await TurnJournal.open(store, "turn-1")
-        model = ScriptedModel([ScriptedAnswer(blocks=blocks, timing=FAST)])
-        await read(journal.client(model.client()))
+async def test_a_caller_cancelled_mid_answer_records_nothing(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    store = SqlSessionStore.connect(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    blocks: list[ContentBlock] = [TextBlock("a"), TextBlock("b")]
+    events = ScriptedAnswer(blocks=blocks).events()
+    stall = Faults(stall_before_event=len(events) - 2, stall_seconds=3600.0)
+    journal = await TurnJournal.open(store, "turn-1")
+    model = ScriptedModel([ScriptedAnswer(blocks=blocks, timing=FAST, faults=stall)])
+    got: list[StreamItem] = []
+    with trio.move_on_after(60) as scope:
+        await read(journal.client(model.client()), got.append)
+    assert scope.cancelled_caught
+    assert any(isinstance(i, AssistantMessage) for i in got)  # it was mid-answer
+    assert journal.recorded == {}
+    assert store.journal("turn-1") == {}
 
-        replaying = (await TurnJournal.open(store, "turn-1")).client(model.client())
-        async with replaying.stream(**REQUEST) as channel:
-            first = await channel.receive()  # then leave
-        assert isinstance(first, AssistantMessage)
-        assert first.content == (TextBlock("a"),)
+    # Nothing recorded: the turn run again asks the model.
+    again = await TurnJournal.open(store, "turn-1")
+    model2 = ScriptedModel([ScriptedAnswer(blocks=blocks, timing=FAST)])
+    items = await read(again.client(model2.client()))
+    assert len(model2.requests) == 1
+    assert isinstance(items[-1], StreamResult)
 
-        replaying = (await TurnJournal.open(store, "turn-1")).client(model.client())
-        async with replaying.stream(**REQUEST) as channel:
-            kinds = [type(await channel.receive()).__name__ for _ in range(3)]
-            with pytest.raises(trio.EndOfChannel):
-                await channel.receive()
-            await channel.aclose()
-            with pytest.raises(trio.ClosedResourceError):
-                await channel.receive()
-        assert kinds == ["AssistantMessage", "AssistantMessage", "StreamResult"]
-        assert len(model.requests) == 1  # both from the record
 
-    run(body)
+async def test_a_replayed_answer_left_early_or_closed(tmp_path: Path, autojump_clock: Any) -> None:
+    store = SqlSessionStore.connect(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    blocks: list[ContentBlock] = [TextBlock("a"), TextBlock("b")]
+    journal = await TurnJournal.open(store, "turn-1")
+    model = ScriptedModel([ScriptedAnswer(blocks=blocks, timing=FAST)])
+    await read(journal.client(model.client()))
+
+    replaying = (await TurnJournal.open(store, "turn-1")).client(model.client())
+    async with replaying.stream(**REQUEST) as channel:
+        first = await channel.receive()  # then leave
+    assert isinstance(first, AssistantMessage)
+    assert first.content == (TextBlock("a"),)
+
+    replaying = (await TurnJournal.open(store, "turn-1")).client(model.client())
+    async with replaying.stream(**REQUEST) as channel:
+        kinds = [type(await channel.receive()).__name__ for _ in range(3)]
+        with pytest.raises(trio.EndOfChannel):
+            await channel.receive()
+        await channel.aclose()
+        with pytest.raises(trio.ClosedResourceError):
+            await channel.receive()
+    assert kinds == ["AssistantMessage", "AssistantMessage", "StreamResult"]
+    assert len(model.requests) == 1  # both from the record
