@@ -137,7 +137,8 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
 
 
 def permission_rules(args: argparse.Namespace, ask: Any) -> PermissionRules:
-    """The default rules with ``--allow`` / ``--deny`` on top; asking calls *ask*.
+    """The default rules with ``--allow`` / ``--deny`` on top, for the files of
+    ``--workspace``; asking calls *ask*.
 
     A tool named in ``--allow`` is no longer asked by default: its calls that match
     the given rules run, the others are asked (no rule matches them).
@@ -150,7 +151,11 @@ def permission_rules(args: argparse.Namespace, ask: Any) -> PermissionRules:
     deny = split_rules(args.deny)
     allowed_tools = {rule.tool for rule in PermissionRules(allow=split_rules(args.allow)).allow}
     ask_rules = [str(r) for r in default.ask if r.tool not in allowed_tools]
-    return PermissionRules(allow=allow, ask=ask_rules, deny=deny, ask_callback=ask)
+    # File rules are resolved against the workspace the tools work in, not the
+    # directory the command was started from.
+    return PermissionRules(
+        allow=allow, ask=ask_rules, deny=deny, ask_callback=ask, root=args.workspace
+    )
 
 
 #: The record types of a transcript's lines (``trio_agent/_session/_transcript.py``).

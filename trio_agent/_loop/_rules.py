@@ -4,7 +4,8 @@ A rule is a tool name (``"Read"``) or a tool name with a pattern
 (``"Bash(git *)"``, ``"Write(src/*)"``). The pattern is matched with
 :func:`fnmatch.fnmatchcase` (case-sensitive on every platform; ``*`` also matches
 ``/``) against the call's *main argument*: the first of the input keys
-``path``, ``file_path``, ``command``, ``url``, ``pattern`` that holds a string. A
+``path``, ``file_path``, ``command``, ``url``, ``pattern`` that holds a string (for
+Bash, only ``command``: no other key can stand in for what runs). A
 pattern rule never matches a call that has no such argument; ``Name(*)`` is
 the same as ``Name`` except for that.
 
@@ -26,12 +27,16 @@ Rules mean what they say (docs/SECURITY.md states exactly what they guarantee):
 - **Files** (the argument is ``path`` or ``file_path``): patterns are gitignore-style
   (``*`` stays in one directory, ``**`` crosses them, a pattern without ``/`` matches a
   name at any depth, what is under a matched directory matches too; ``./x``, ``x``
-  and ``/abs/root/x`` are the same pattern). The path is resolved against *root*
-  (symlinks included) and matched as the workspace-relative path and as the absolute
-  real path, so ``./.env``, ``/abs/root/.env``, ``a/../.env`` and a symlink to ``.env``
-  all match ``Read(.env)``. Deny and ask rules also match the path as given; allow
-  rules only the resolved one (``src/../.env`` is not allowed by ``Read(src/*)``). A
-  Read deny rule also denies a Grep or Glob whose path it covers; give
+  and ``/abs/root/x`` are the same pattern; ``\\`` escapes the next character). The
+  path is resolved against *root* as the kernel and the file tools resolve it (each
+  symlink followed, ``..`` the parent of where the walk is) and matched as the
+  workspace-relative path and as the absolute real path, so ``./.env``,
+  ``/abs/root/.env``, ``a/../.env`` and a symlink to ``.env`` all match
+  ``Read(.env)``; a path whose real path cannot be known (over ``PATH_MAX``, a loop,
+  unencodable) gets every deny and ask rule of its tool, and no pattern allows it.
+  Deny and ask rules also match the path as given; allow rules only the resolved one
+  (``src/../.env`` is not allowed by ``Read(src/*)``). A Write or Edit deny rule
+  denies both tools. A Read deny rule also denies a Grep or Glob whose path it covers; give
   :meth:`PermissionRules.read_denied` to ``Grep(ws, exclude=...)`` and ``Glob`` so
   that they skip the files it covers.
 
@@ -56,10 +61,12 @@ Example::
 from __future__ import annotations
 
 import enum
+import errno
 import fnmatch
 import functools
 import os
 import re
+import stat
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -89,6 +96,10 @@ _PATH_KEYS = ("path", "file_path")
 
 #: Tools that list or search files: a Read deny rule also applies to their path.
 _SEARCH_TOOLS = frozenset({"Grep", "Glob"})
+#: Tools that change a file's content: a deny rule for one applies to each.
+_FILE_WRITERS = frozenset({"Write", "Edit"})
+#: Symlinks followed in resolving one path before it counts as unresolvable (Linux's).
+_MAX_LINKS = 40
 #: A Bash command longer than this is decided in a worker thread.
 _INLINE_COMMAND_CHARS = 1024
 
@@ -119,13 +130,11 @@ class RuleAction(enum.StrEnum):
     DENY = "deny"
 
 
-def main_argument(input: Mapping[str, Any]) -> str | None:
-    """The value a ``Name(pattern)`` rule is matched against, or None."""
-    for key in MAIN_ARGUMENT_KEYS:
-        value = input.get(key)
-        if isinstance(value, str):
-            return value
-    return None
+def main_argument(input: Mapping[str, Any], tool_name: str | None = None) -> str | None:
+    """The value a ``Name(pattern)`` rule is matched against, or None (for Bash,
+    always its ``command``: no other key can stand in for what runs)."""
+    key = _main_key(tool_name, input)
+    return None if key is None else input[key]
 
 
 @attrs.frozen
@@ -160,7 +169,7 @@ class Rule:
             return False
         if self.pattern is None:
             return True
-        argument = main_argument(input)
+        argument = main_argument(input, tool_name)
         return argument is not None and fnmatch.fnmatchcase(argument, self.pattern)
 
     def __str__(self) -> str:
@@ -184,8 +193,9 @@ class _Subject:
     paths: bool = False
 
 
-def _main_key(input: Mapping[str, Any]) -> str | None:
-    for key in MAIN_ARGUMENT_KEYS:
+def _main_key(tool_name: str | None, input: Mapping[str, Any]) -> str | None:
+    keys = ("command",) if tool_name == "Bash" else MAIN_ARGUMENT_KEYS
+    for key in keys:
         if isinstance(input.get(key), str):
             return key
     return None
@@ -202,7 +212,9 @@ def _bash_subject(command: str) -> _Subject:
     for simple in analysis.commands:
         any_of.extend(simple.deny_texts)
         every.append(simple.allow_texts)
-    if analysis.dynamic or any(not texts for texts in every):
+    if analysis.dynamic or not every or any(not texts for texts in every):
+        # No simple command to hold against the allow rules (``[[ ... ]]``, a bare
+        # assignment): nothing a pattern names, so no pattern allows it.
         return _Subject(tuple(any_of), None, wildcard=analysis.dynamic)
     return _Subject(tuple(dict.fromkeys(any_of)), tuple(every))
 
@@ -210,11 +222,64 @@ def _bash_subject(command: str) -> _Subject:
 _analyze = functools.lru_cache(maxsize=256)(analyze)
 
 
+class _Unresolvable(Exception):
+    """A path whose real path cannot be known here (see :func:`_real_path`)."""
+
+
+def _real_path(path: str) -> str:
+    """The real path of the absolute *path*, as the kernel's lookup finds it: each
+    symlink followed, ``..`` the parent of where the walk is. A missing component
+    (and what follows it) is kept as it is spelled, as ``os.path.realpath`` does.
+
+    Unlike ``os.path.realpath``, which takes a component it cannot ``lstat`` for
+    a plain name, any other failure (a path over ``PATH_MAX``, a symlink loop, no
+    permission, a name the file system cannot encode) raises
+    :class:`_Unresolvable`: a tool that walks the path its own way (the file
+    tools, one ``dir_fd`` step at a time, with no length limit) might reach a file
+    this cannot name, so the rules fail closed.
+    """
+    todo = [p for p in path.split("/") if p not in ("", ".")]
+    done: list[str] = []
+    links = 0
+    try:
+        while todo:
+            comp = todo.pop(0)
+            if comp == "..":
+                if done:
+                    done.pop()
+                continue
+            here = "/" + "/".join([*done, comp])
+            try:
+                st = os.lstat(here)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                    raise
+                done.append(comp)
+                continue
+            if not stat.S_ISLNK(st.st_mode):
+                done.append(comp)
+                continue
+            links += 1
+            if links > _MAX_LINKS:
+                raise OSError(errno.ELOOP, "too many symlinks", path)
+            target = os.readlink(here)
+            if target.startswith("/"):
+                done.clear()
+            todo[:0] = [p for p in target.split("/") if p not in ("", ".")]
+    except (OSError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+        raise _Unresolvable(path) from exc
+    return "/" + "/".join(done)
+
+
 def _path_spellings(value: str, root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(the resolved spellings: workspace-relative and absolute real path, the
-    spellings as given, normalized)."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(os.path.join(real_root, value))
+    spellings as given, normalized).
+
+    Raises:
+        _Unresolvable: the real path cannot be known (see :func:`_real_path`).
+    """
+    real_root = _real_path(root if os.path.isabs(root) else os.path.join(os.getcwd(), root))
+    real = _real_path(os.path.join(real_root, value))
     resolved = [real]
     if real == real_root:
         resolved.insert(0, ".")
@@ -231,16 +296,29 @@ def _path_spellings(value: str, root: str) -> tuple[tuple[str, ...], tuple[str, 
 
 
 def _subject(tool_name: str, input: Mapping[str, Any], root: str) -> _Subject:
-    key = _main_key(input)
+    key = _main_key(tool_name, input)
     if key is None:
         return _Subject((), None)
     value: str = input[key]
-    if key == "command" and tool_name == "Bash":
+    if tool_name == "Bash":
         return _bash_subject(value)
     if key in _PATH_KEYS and value and "\0" not in value:
-        resolved, given = _path_spellings(value, root)
+        try:
+            resolved, given = _path_spellings(value, root)
+        except _Unresolvable:
+            # Which file it names cannot be known: every deny and ask rule applies.
+            return _Subject((value,), None, wildcard=True, paths=True)
         return _Subject(tuple(dict.fromkeys((*given, *resolved))), (resolved,), paths=True)
     return _Subject((value,), ((value,),))
+
+
+def _restricts(rule_tool: str, tool_name: str, action: RuleAction) -> bool:
+    """Whether a deny or ask rule for *rule_tool* applies to a call of *tool_name*:
+    its own tool; a Write or Edit deny rule also the other (both change a file,
+    so denying one alone would protect nothing)."""
+    if rule_tool == tool_name:
+        return True
+    return action is RuleAction.DENY and rule_tool in _FILE_WRITERS and tool_name in _FILE_WRITERS
 
 
 def _matches(
@@ -294,22 +372,39 @@ def _path_regex(pattern: str, root: str) -> re.Pattern[str]:
         text = text[1:]
     real_root = os.path.realpath(root).rstrip("/")
     if text.startswith("/"):
+        text = _real_directories(text)
         inside = real_root and (text == real_root or text.startswith(real_root + "/"))
-        if not inside and root:
-            plain = os.path.abspath(root).rstrip("/")
-            if text == plain or text.startswith(plain + "/"):
-                text, inside = real_root + text[len(plain) :], True
         if inside:
             relative = text[len(real_root) :].lstrip("/") or "."
-            return re.compile(f"(?:{re.escape(real_root)}/)?{_glob_body(relative)}")
-        return re.compile(_glob_body(text))
+            body = f"(?:{re.escape(real_root)}/)?{_glob_body(relative)}"
+        else:
+            body = _glob_body(text)
+        return re.compile(body, re.DOTALL)
     while text.startswith("./"):
         text = text[2:]
     text = text.rstrip("/") or "."
     body = _glob_body(text)
     if "/" not in text:
         body = f"(?:.*/)?{body}"
-    return re.compile(body)
+    return re.compile(body, re.DOTALL)  # a name may hold a newline: ``.`` matches it too
+
+
+def _real_directories(pattern: str) -> str:
+    """The absolute *pattern* with the directories before its first glob character
+    spelled as their real path: ``/alias/secret/**`` (``/alias`` a symlink to the
+    workspace) is ``/real/workspace/secret/**``, the spelling a resolved path has.
+    A pattern's last component stays as it is (it names what is matched)."""
+    parts = pattern.split("/")
+    fixed = 0
+    while fixed < len(parts) - 1 and not any(c in parts[fixed] for c in "*?[\\"):
+        fixed += 1
+    if fixed <= 1:
+        return pattern
+    try:
+        real = os.path.realpath("/".join(parts[:fixed]))
+    except ValueError:  # a name the file system cannot encode: as it is spelled
+        return pattern
+    return "/".join([real.rstrip("/"), *parts[fixed:]])
 
 
 def _glob_body(text: str) -> str:
@@ -331,6 +426,9 @@ def _glob_body(text: str) -> str:
         elif text[i] == "?":
             out.append("[^/]")
             i += 1
+        elif text[i] == "\\" and i + 1 < len(text):  # gitignore: the next character as it is
+            out.append(re.escape(text[i + 1]))
+            i += 2
         elif text[i] == "[" and (end := text.find("]", i + 2)) > 0:
             inner = text[i + 1 : end].replace("\\", "\\\\")
             if inner.startswith("!"):
@@ -409,12 +507,14 @@ class PermissionRules:
             # Grep and Glob never search what Read may not see.
             for rule in self.deny:
                 if rule.tool == "Read" and (
-                    rule.pattern is None or _matches(rule, subject.any_of, paths=True, root=root)
+                    rule.pattern is None
+                    or subject.wildcard
+                    or _matches(rule, subject.any_of, paths=True, root=root)
                 ):
                     return RuleAction.DENY, rule
         for action, rules in ((RuleAction.DENY, self.deny), (RuleAction.ASK, self.ask)):
             for rule in rules:
-                if rule.tool == tool_name and (
+                if _restricts(rule.tool, tool_name, action) and (
                     rule.pattern is None
                     or subject.wildcard
                     or _matches(rule, subject.any_of, paths=subject.paths, root=root, broad=True)
@@ -444,7 +544,10 @@ class PermissionRules:
         if not path or "\0" in path:
             return False
         root = os.fspath(self.root or os.getcwd())
-        resolved, given = _path_spellings(path, root)
+        try:
+            resolved, given = _path_spellings(path, root)
+        except _Unresolvable:
+            return any(rule.tool == "Read" for rule in self.deny)  # fail closed
         texts = (*given, *resolved)
         return any(
             rule.tool == "Read"

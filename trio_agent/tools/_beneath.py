@@ -75,17 +75,21 @@ def _outside(path: str) -> WorkspaceError:
 
 
 def _parts(ws: Workspace, path: str, original: str) -> list[str]:
-    """The components of *path* relative to the root (absolute paths must be
-    inside it lexically)."""
+    """The components of *path* relative to the root (an absolute path must begin
+    with the root's components).
+
+    A ``..`` is kept, never folded lexically: the walk pops the directory it is
+    in, as the kernel does, so ``/root/link/../x`` (``link`` a symlink to ``a/b``)
+    is ``a/x``, what ``open()`` and ``os.path.realpath`` (the permission rules)
+    say too, not ``x``.
+    """
+    parts = [p for p in path.split("/") if p not in ("", ".")]
     if os.path.isabs(path):
-        root = str(ws.root)
-        norm = os.path.normpath(path)
-        if norm == root:
-            return []
-        if not norm.startswith(root.rstrip("/") + "/"):
+        root = [p for p in str(ws.root).split("/") if p]
+        if parts[: len(root)] != root:
             raise _outside(original)
-        path = norm[len(root.rstrip("/")) + 1 :]
-    return [p for p in path.split("/") if p not in ("", ".")]
+        del parts[: len(root)]
+    return parts
 
 
 def check_path(path: str) -> None:

@@ -84,7 +84,7 @@ def _glob_beneath(
         found: list[tuple[int, str]] = []
         hidden: list[str] = []
         for entry in walk_files(ws, base.dir_fd, base.shown, matcher):
-            if exclude is not None and exclude(entry.rel):
+            if exclude is not None and (exclude(entry.rel) or exclude(entry.real)):
                 hidden.append(entry.rel)
             else:
                 found.append((entry.st.st_mtime_ns, entry.rel))

@@ -269,12 +269,13 @@ Batch = list[Entry]
 Exclude = Callable[[str], bool] | None
 
 
-def _entries(ws: Workspace, base: Resolved) -> Iterator[tuple[str, int, str]]:
+def _entries(ws: Workspace, base: Resolved) -> Iterator[tuple[str, str, int, str]]:
+    """``(where it was found, where it is, dir_fd, name)`` of each file to search."""
     if base.name is not None:  # a single file
-        yield base.shown, base.dir_fd, base.name
+        yield base.shown, base.shown, base.dir_fd, base.name
         return
     for found in walk_files(ws, base.dir_fd, base.shown, _EVERY_FILE, skip_dirs=SKIPPED_DIRS):
-        yield found.rel, found.dir_fd, found.name
+        yield found.rel, found.real, found.dir_fd, found.name
 
 
 def _batches(
@@ -299,10 +300,10 @@ def _batches(
         single.append(base.name is not None)
         batch: Batch = []
         try:
-            for rel, dir_fd, name in _entries(ws, base):
+            for rel, real, dir_fd, name in _entries(ws, base):
                 if base.name is None and not selected(rel):
                     continue
-                if exclude is not None and exclude(rel):
+                if exclude is not None and (exclude(rel) or exclude(real)):
                     hidden.append(rel)
                     continue
                 try:

@@ -35,12 +35,14 @@ MAX_DEPTH = 128
 @attrs.frozen
 class Found:
     """A regular file found by the walk; *dir_fd* is open only until the walk
-    moves on."""
+    moves on. *rel* is where the walk found it, *real* where it is (a symlink's
+    file, resolved beneath the root; else *rel*): an exclusion looks at both."""
 
     rel: str
     dir_fd: int
     name: str
     st: os.stat_result
+    real: str
 
 
 @final
@@ -125,7 +127,7 @@ def _walk(
         elif not matched:
             continue
         elif stat.S_ISREG(st.st_mode):
-            yield Found(path, dir_fd, entry.name, st)
+            yield Found(path, dir_fd, entry.name, st, path)
         elif stat.S_ISLNK(st.st_mode):
             try:
                 with resolve_beneath(ws, path) as where:
@@ -135,6 +137,6 @@ def _walk(
                         and target is not None
                         and stat.S_ISREG(target.st_mode)
                     ):
-                        yield Found(path, where.dir_fd, where.name, target)
+                        yield Found(path, where.dir_fd, where.name, target, where.shown)
             except (WorkspaceError, OSError):
                 continue  # leads outside, dangling, or a loop: not shown
