@@ -84,21 +84,27 @@ WRAPPERS = _names(
 #: that names the wrapper (``Bash(sudo apt *)``), while deny rules still see through.
 PRIVILEGED = frozenset({"sudo", "doas"})
 #: Shells: ``-c LINE`` is analyzed; any other use runs a script or stdin (dynamic).
-SHELLS = _names("sh bash dash zsh ksh mksh ash fish csh tcsh")
+SHELLS = _names("sh bash rbash dash zsh ksh mksh ash fish csh tcsh")
 #: Programs that run a command this analysis does not follow: always dynamic.
 RUNNERS = _names(
     ". source flock strace ltrace chroot runuser script unshare nsenter pkexec sg "
     "newgrp valgrind gdb entr fakeroot proot firejail bwrap systemd-run taskset "
     "chrt numactl prlimit cgexec torsocks proxychains proxychains4 unbuffer "
     "xvfb-run dbus-run-session daemonize start-stop-daemon enable hash coproc "
-    "mapfile readarray let fc bind complete compgen"
+    "mapfile readarray let fc bind complete compgen tmux screen byobu dtach abduco at "
+    "batch setpriv capsh sshpass expect"
 )
 #: Assignments that change what a command runs (a prefix ends in ``*``).
 DANGEROUS_VARIABLES = sorted(
     _names(
         "PATH IFS ENV BASH_ENV SHELLOPTS BASHOPTS PS4 PROMPT_COMMAND CDPATH LD_* "
         "DYLD_* BASH_FUNC_* GIT_* PAGER MANPAGER EDITOR VISUAL SSH_ASKPASS LESSOPEN "
-        "LESSCLOSE PERL5OPT PERL5LIB PYTHONSTARTUP PYTHONPATH NODE_OPTIONS RUBYOPT"
+        "LESSCLOSE PERL5OPT PERL5LIB PYTHONSTARTUP PYTHONPATH NODE_OPTIONS RUBYOPT "
+        # Variables that make a program load options, code or a command from a file.
+        "RIPGREP_CONFIG_PATH LESS LESSKEY* LESSKEYIN* SYSTEMD_PAGER SYSTEMD_EDITOR "
+        "SUDO_EDITOR SUDO_ASKPASS BROWSER GCONV_PATH PYTHONHOME PERLLIB PERL5DB RUBYLIB "
+        "NODE_PATH JAVA_TOOL_OPTIONS _JAVA_OPTIONS BASH_LOADABLES_PATH ZDOTDIR FPATH "
+        "LUA_INIT* TAR_OPTIONS"
     )
 )
 
@@ -113,7 +119,17 @@ _NESTING = _names(
 _ARITHMETIC = frozenset({"arithmetic_expansion", "c_style_for_statement", "subscript"})
 _ARITH_OPS = _names("-eq -ne -lt -le -gt -ge")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+#: In arithmetic, what bash may read as a variable (whose value is evaluated in turn).
+_ARITH_NAME = re.compile(r"(?:^|[^0-9A-Za-z_])[A-Za-z_]|\[")
+_ARITH_EXPANDED = _names(
+    "variable_name raw_string string ansi_c_string translated_string simple_expansion "
+    "expansion command_substitution process_substitution"
+)
+#: A substring offset or length with no name in it (bash evaluates it arithmetically).
+_PLAIN_ARITHMETIC = re.compile(r"[\s0-9:+\-*/%()]*")
+#: ``${!name*}``, ``${!name@}``, ``${!name[@]}``: names or keys, not an indirection.
+_LISTING = re.compile(r"\$\{![A-Za-z_][A-Za-z0-9_]*(?:[@*]|\[[@*]\])\}")
+_BRACE_CHARS = re.compile(r"[{}]")
 
 
 class _Unanalyzable(Exception):
@@ -247,10 +263,6 @@ def simple_commands(command: str) -> tuple[str, ...] | None:
 
 # -- words ------------------------------------------------------------------------------
 
-_ANSI = re.compile(
-    r"\\(?:x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})|c(.)|(.))",
-    re.DOTALL,
-)
 _ANSI_SIMPLE = {
     "a": "\a",
     "b": "\b",
@@ -261,24 +273,95 @@ _ANSI_SIMPLE = {
     "r": "\r",
     "t": "\t",
     "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
 }
+_HEX = frozenset("0123456789abcdefABCDEF")
+_OCTAL = frozenset("01234567")
 
 
-def _ansi_c(body: str) -> str:
-    def one(m: re.Match[str]) -> str:
-        hexa, u4, u8, octal, ctrl, other = m.groups()
-        try:
-            if hexa or u4 or u8:
-                return chr(int(hexa or u4 or u8, 16))
-            if octal:
-                return chr(int(octal, 8) & 0xFF)
-        except (ValueError, OverflowError):
-            return "\ufffd"
-        if ctrl:
-            return chr(ord(ctrl) & 0x1F)
-        return _ANSI_SIMPLE.get(other, other if other in "\\'\"?" else "\\" + other)
+def _digits(body: str, i: int, allowed: frozenset[str], most: int) -> int:
+    """Where the run of at most *most* *allowed* characters from *i* ends."""
+    j = i
+    while j < len(body) and j - i < most and body[j] in allowed:
+        j += 1
+    return j
 
-    return _ANSI.sub(one, body)
+
+def _ansi_c(body: str) -> str | None:
+    """The value of ``$'body'`` as bash 5.2 reads it, or None when it depends on the
+    locale or is not plain text (a character over 0x7f from an escape).
+
+    Bash's strings end at a NUL: what follows ``\\0``, ``\\x00``, ``\\c@``... is dropped.
+    """
+    out: list[str] = []
+    i = 0
+    n = len(body)
+    while i < n:
+        char = body[i]
+        if char != "\\" or i + 1 >= n:
+            out.append(char)
+            i += 1
+            continue
+        escape = body[i + 1]
+        i += 2
+        code: int | None = None
+        if escape in _ANSI_SIMPLE:
+            out.append(_ANSI_SIMPLE[escape])
+            continue
+        if escape in _OCTAL:
+            j = _digits(body, i, _OCTAL, 2)
+            code = int(body[i - 1 : j], 8) & 0xFF
+            i = j
+        elif escape == "x" and i < n and body[i] == "{":
+            # \x{HHH...}: any number of digits, the value's low byte; the } is optional.
+            j = _digits(body, i + 1, _HEX, n)
+            code = int(body[i + 1 : j], 16) & 0xFF if j > i + 1 else 0
+            i = j + 1 if j < n and body[j] == "}" else j
+        elif escape in "xuU":
+            j = _digits(body, i, _HEX, {"x": 2, "u": 4, "U": 8}[escape])
+            if j == i:
+                out.append("\\" + escape)
+                continue
+            code = int(body[i:j], 16)
+            i = j
+        elif escape == "c" and i < n:
+            control = body[i]
+            i += 1
+            if control == "\\" and i < n and body[i] == "\\":
+                i += 1
+            code = 0x7F if control == "?" else ord(control.upper()) & 0x1F
+            if ord(control) > 0x7F:
+                return None
+        else:
+            out.append("\\" + escape)
+            continue
+        if code == 0:
+            break  # the string ends there
+        if code > 0x7F:
+            return None  # a raw byte, or a character bash encodes by the locale
+        out.append(chr(code))
+    return "".join(out)
+
+
+def _brace(text: str) -> bool:
+    """Whether *text* may hold a brace expansion: ``{`` and then ``,`` or ``..``
+    before the next brace, which is ``}``. One linear scan (a regex backtracked)."""
+    if "{" not in text:
+        return False
+    opened = -1
+    for match in _BRACE_CHARS.finditer(text):
+        at = match.start()
+        if text[at] == "{":
+            opened = at
+        elif opened >= 0:
+            inside = text[opened + 1 : at]
+            if "," in inside or ".." in inside:
+                return True
+            opened = -1
+    return False
 
 
 def _unescape_unquoted(text: str) -> tuple[str, bool]:
@@ -298,9 +381,7 @@ def _unescape_unquoted(text: str) -> tuple[str, bool]:
         out.append(char)
         i += 1
     value = "".join(out)
-    if "{" in text and _BRACE.search(text):
-        special = True
-    return value, special
+    return value, special or _brace(text)
 
 
 def _unescape_double(text: str) -> str:
@@ -354,7 +435,7 @@ def _word(node: tree_sitter.Node, data: bytes) -> _Word:
             values.append(part.value)
             special = special or part.special
         text = _text(node, data)
-        return _Word("".join(values), special or ("{" in text and bool(_BRACE.search(text))))
+        return _Word("".join(values), special or _brace(text))
     return _Word(None)
 
 
@@ -435,8 +516,14 @@ class _Walker:
                 self.command(node, data, level, privileged)
             elif kind == "variable_assignment":
                 self.assignment(node, data)
-            elif kind == "declaration_command":
+            elif kind in ("declaration_command", "unset_command"):
                 self.declaration(node, data)
+            elif kind == "redirected_statement":
+                self.redirected(node)
+            elif kind == "expansion":
+                self.expansion(node, data)
+            elif kind == "unary_expression":
+                self.unary_test(node, data)
             elif kind == "function_definition":
                 name = node.child_by_field_name("name")
                 if name is not None:
@@ -477,13 +564,15 @@ class _Walker:
     def arithmetic(self, node: tree_sitter.Node, data: bytes) -> None:
         # Bash evaluates a variable's value as an expression, which may hold a
         # $(...): x='a[$(rm y)]'; echo $((x)) runs rm.
+        # A quoted string or a substitution there is expanded, then evaluated:
+        # b['a[$(rm y)]']=1 runs rm.
         stack = list(node.children)
         while stack:
             child = stack.pop()
-            if child.type == "variable_name" or (
-                child.type == "word" and _IDENT.fullmatch(_text(child, data))
+            if child.type in _ARITH_EXPANDED or (
+                child.type == "word" and _ARITH_NAME.search(_text(child, data))
             ):
-                if node.type == "subscript" and child is node.children[0]:
+                if node.type == "subscript" and child == node.children[0]:
                     continue
                 self.dynamic_command(node, data, "arithmetic on a variable")
                 return
@@ -497,23 +586,68 @@ class _Walker:
             self.dynamic_command(node, data, "an assignment to a variable that changes what runs")
 
     def declaration(self, node: tree_sitter.Node, data: bytes) -> None:
+        """``declare``, ``typeset``, ``local``, ``export``, ``readonly``, ``unset``."""
+        builtin = _text(node.children[0], data) if node.children else ""
+        args: list[str | None] = []
         for child in node.children[1:]:
-            if child.type in ("word", "variable_name"):
-                value = _word(child, data).value if child.type == "word" else _text(child, data)
-                if value is None or _dangerous(value.split("=", 1)[0]):
-                    self.dynamic_command(node, data, "a declaration that changes what runs")
-                    return
+            if child.type == "variable_assignment":
+                continue  # visited by the walk (its subscript too)
+            if child.type == "variable_name":
+                args.append(_text(child, data))
+            elif child.is_named:
+                args.append(_word(child, data).value)
+        if _names_dynamic(builtin, args):
+            self.dynamic_command(node, data, "a declaration that changes what runs")
+
+    def redirected(self, node: tree_sitter.Node) -> None:
+        # The words after a redirection's target are arguments of its simple command
+        # (read with it); a compound command has none: bash would not parse it.
+        body = node.child_by_field_name("body")
+        if body is not None and body.type == "command":
+            return
+        for child in node.children:
+            if child.type.endswith("_redirect") and _extra_words(child):
+                raise _Unanalyzable("words after the redirection of a compound command")
+
+    def expansion(self, node: tree_sitter.Node, data: bytes) -> None:
+        text = _text(node, data)
+        children = node.children
+        if len(children) > 1 and children[1].type == "!" and not _LISTING.fullmatch(text):
+            # ${!x} expands the variable x names, and x may name 'a[$(rm y)]'.
+            self.dynamic_command(node, data, "an indirect expansion")
+        elif text.endswith("@P}"):
+            self.dynamic_command(node, data, "a prompt expansion runs substitutions")
+        else:
+            for child in children:
+                if child.type == ":":
+                    rest = data[child.end_byte : node.end_byte - 1].decode("utf-8", "replace")
+                    if not _PLAIN_ARITHMETIC.fullmatch(rest):
+                        self.dynamic_command(node, data, "a substring of an expression")
+                    break
+
+    def unary_test(self, node: tree_sitter.Node, data: bytes) -> None:
+        # [[ -v NAME ]] evaluates NAME's subscript.
+        children = node.children
+        if len(children) == 2 and _text(children[0], data) in ("-v", "-R"):
+            value = _word(children[1], data).value
+            if value is None or not _IDENT.fullmatch(value):
+                self.dynamic_command(node, data, "a test of a subscripted name")
 
     def redirect(self, node: tree_sitter.Node, data: bytes) -> None:
         operator = ""
         target: str | None = None
+        seen = False
         for child in node.children:
             if child.type == "file_descriptor":
                 continue
             if not child.is_named:
-                operator += _text(child, data)
-            else:
+                if not seen:
+                    operator += _text(child, data)
+            elif not seen:
+                # Only the first word is the target; the next ones are arguments of
+                # the command (see _extra_words).
                 target = _word(child, data).value
+                seen = True
         self.redirects.append(Redirect(operator or "?", target))
 
     def heredoc(self, node: tree_sitter.Node, data: bytes, level: int, privileged: bool) -> None:
@@ -555,25 +689,140 @@ class _Walker:
     # -- simple commands ----------------------------------------------------------------
 
     def command(self, node: tree_sitter.Node, data: bytes, level: int, privileged: bool) -> None:
-        words: list[_Word] = []
-        texts: list[str] = []
+        # Bash's argv is the words with the redirections taken out wherever they are:
+        # in ``W >/dev/null a b`` the parser gives the redirection the destinations
+        # /dev/null a b, where bash writes to /dev/null and runs W a b.
+        nodes: list[tree_sitter.Node] = []
+        redirects = [c for c in node.children if c.type.endswith("_redirect")]
+        parent = node.parent
+        if parent is not None and parent.type == "redirected_statement":
+            body = parent.child_by_field_name("body")
+            if body is not None and body == node:
+                redirects += [c for c in parent.children if c.type.endswith("_redirect")]
         for child in node.children:
-            if child.type == "variable_assignment":
+            if child.type == "variable_assignment" or child.type.endswith("_redirect"):
                 continue  # visited by the walk
-            if child.type in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
-                continue
             if child.type == "command_name":
                 child = child.children[0] if child.children else child
-            if not child.is_named:
-                continue
-            words.append(_word(child, data))
-            texts.append(_text(child, data))
+            if child.is_named:
+                nodes.append(child)
+        for redirect in redirects:
+            nodes.extend(_extra_words(redirect))
+        nodes.sort(key=lambda n: n.start_byte)
+        words = [_word(child, data) for child in nodes]
+        texts = [_text(child, data) for child in nodes]
         if texts and texts[0] in _RESERVED:
             # A reserved word where a command name should be: the parser misread a
             # compound command (``! { rm x; }``).
             raise _Unanalyzable(f"the reserved word {texts[0]!r} used as a command")
         text = _text(node, data)
         _Command(self, text, words, texts, level, privileged).resolve()
+
+
+def _extra_words(redirect: tree_sitter.Node) -> list[tree_sitter.Node]:
+    """The words the parser put in a redirection after its target: arguments."""
+    extra: list[tree_sitter.Node] = []
+    if redirect.type == "heredoc_redirect":
+        children = redirect.children
+        start = next((k for k, c in enumerate(children) if c.type == "heredoc_start"), None)
+        for child in children[len(children) if start is None else start + 1 :]:
+            if child.type in _WORDISH:
+                extra.append(child)
+            elif child.type in ("file_redirect", "herestring_redirect"):
+                extra.extend(_extra_words(child))
+            else:
+                break  # the body, or the rest of a pipeline or list
+        return extra
+    destinations = [c for c in redirect.children if c.is_named and c.type != "file_descriptor"]
+    return destinations[1:]
+
+
+#: Builtins that take variable names, with their getopt strings: a name with a
+#: subscript is evaluated (``read 'a[$(rm y)]'`` runs rm), and a name may be one
+#: that changes what runs (``printf -v PS4 ...``).
+_NAME_OPTIONS = {"printf": "v:", "read": "ersa:d:i:n:N:p:t:u:", "wait": "fnp:"}
+_NAME_VALUES = {"printf": "v", "read": "a", "wait": "p"}
+_DECLARATIONS = _names("declare typeset local export readonly")
+#: Builtins whose names are checked (:func:`_names_dynamic`).
+NAME_BUILTINS = _DECLARATIONS | _NAME_OPTIONS.keys() | _names("unset getopts test [")
+_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[0-9]+\])?\+?")
+
+
+def _bad_name(name: str | None, *, assigned: bool = True) -> bool:
+    """A name argument that bash may evaluate, or whose assignment changes what runs."""
+    if name is None or not _SUBSCRIPT.fullmatch(name):
+        return True
+    return assigned and _dangerous(name.split("[", 1)[0].rstrip("+"))
+
+
+def _getopt(args: list[str | None], optstring: str) -> tuple[dict[str, list[str | None]], int]:
+    """A builtin's options (each letter's values) and where its operands start."""
+    values: dict[str, list[str | None]] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg is None or arg == "--":
+            return values, i + (arg == "--")
+        if not arg.startswith("-") or arg == "-":
+            break
+        j = 1
+        while j < len(arg):
+            letter = arg[j]
+            at = optstring.find(letter)
+            if at >= 0 and optstring[at + 1 : at + 2] == ":":
+                if j + 1 < len(arg):
+                    values.setdefault(letter, []).append(arg[j + 1 :])
+                else:
+                    i += 1
+                    values.setdefault(letter, []).append(args[i] if i < len(args) else None)
+                break
+            values.setdefault(letter, [])
+            j += 1
+        i += 1
+    return values, i
+
+
+def _names_dynamic(builtin: str, args: list[str | None]) -> bool:
+    """Whether a builtin of :data:`NAME_BUILTINS` given *args* (None: not a literal)
+    may run what the analysis cannot see."""
+    if builtin in ("test", "["):
+        return any(
+            a in ("-v", "-R") and (b is None or not _IDENT.fullmatch(b))
+            for a, b in itertools.pairwise(args)
+        )
+    if builtin == "getopts":
+        return len(args) > 1 and _bad_name(args[1])
+    if builtin in _NAME_OPTIONS:
+        options, operands = _getopt(args, _NAME_OPTIONS[builtin])
+        names = options.get(_NAME_VALUES[builtin], [])
+        if builtin == "read":
+            names = names + args[operands:]
+        return any(_bad_name(n) for n in names)
+    if builtin == "unset":
+        return any(a is None or ("[" in a and not _SUBSCRIPT.fullmatch(a)) for a in args)
+    for arg in args:
+        if arg is None:
+            return True
+        if arg[:1] in ("-", "+") and len(arg) > 1:
+            # declare -n makes a nameref, -i evaluates every later assignment.
+            if builtin in ("declare", "typeset", "local") and ("n" in arg or "i" in arg):
+                return True
+            continue
+        name, eq, value = arg.partition("=")
+        if _bad_name(name) or (eq and value.startswith("(")):
+            return True  # a quoted compound assignment evaluates its subscripts
+    return False
+
+
+def _git_grep_pager(arg: str | None) -> bool:
+    """``git grep -O[CMD]`` (in any cluster) or ``--open-files-in-pager`` abbreviated:
+    runs CMD."""
+    if arg is None or not arg.startswith("-"):
+        return False
+    if arg.startswith("--"):
+        key = arg[2:].partition("=")[0]
+        return bool(key) and "open-files-in-pager".startswith(key)
+    return "O" in arg
 
 
 def _starts(node: tree_sitter.Node, token: str) -> bool:
@@ -645,10 +894,15 @@ _LONG_FLAGS = _names(
     "ignore-environment debug default-signal ignore-signal block-signal "
     "list-signal-handling"
 )
+# DOTALL: without it a key of many "command." and a newline backtracked quadratically.
 _GIT_EXEC_KEY = re.compile(
     r"(?i)^(alias\..*|.*(command|pager|editor|program|helper|hook|textconv|external|"
-    r"fsmonitor|askpass|proxy|cmd|tool)s?(\..*)?|filter\..*|core\.sshcommand)$"
+    r"fsmonitor|askpass|proxy|cmd|tool|uploadpack|receivepack)s?(\..*)?|filter\..*|"
+    r"core\.sshcommand)$",
+    re.DOTALL,
 )
+#: Long options of git subcommands that name a command to run (getopt abbreviates).
+_GIT_EXEC_OPTIONS = _names("upload-pack receive-pack exec")
 _SSH_VALUE = frozenset("bcDEeFIiJLlmOopQRSWwB")
 _SSH_EXEC_OPTIONS = re.compile(
     r"(?i)^\s*(proxycommand|localcommand|knownhostscommand|remotecommand)\s*[= ]\s*(.*)$",
@@ -758,13 +1012,13 @@ class _Command:
                 return i
             if name not in WRAPPERS:
                 return i
-            if name == "command" and any(
-                self.words[j].value in ("-v", "-V") for j in range(i + 1, len(self.words))
-            ):
+            if name == "command" and self.command_looks_up(i):
                 return i  # command -v only looks the name up
             self.wrappers.append(name)
             self.starts.append(i)
             i = self.options(name, i + 1)
+            if name in PRIVILEGED:
+                i = self.env_rest(i, options=False)  # sudo FOO=1 cmd sets FOO for cmd
             if name == "env":
                 i = self.env_rest(i)
             elif name == "xargs":
@@ -866,7 +1120,17 @@ class _Command:
             self.words.append(_Word(None))
             self.texts.append("<input>")
 
-    def env_rest(self, i: int) -> int:
+    def command_looks_up(self, i: int) -> bool:
+        """Whether ``command``'s own options (before its command word) hold -v or -V."""
+        for word in self.words[i + 1 :]:
+            value = word.value
+            if value is None or not re.fullmatch(r"-[pvV]+", value):
+                return False
+            if "v" in value or "V" in value:
+                return True
+        return False
+
+    def env_rest(self, i: int, *, options: bool = True) -> int:
         while i < len(self.words):
             word = self.literal(i)
             if word == "-":
@@ -878,7 +1142,7 @@ class _Command:
             if _dangerous(name):
                 raise _Dynamic
             i += 1
-        if i < len(self.words) and self.literal(i).startswith("-"):
+        if options and i < len(self.words) and self.literal(i).startswith("-"):
             i = self.options("env", i)
             return self.env_rest(i)
         return i
@@ -935,22 +1199,40 @@ class _Command:
                 self.inner(value)
 
     def run_su(self, i: int) -> None:
+        # su reads its options with getopt_long: -c may be repeated (the last one
+        # runs; all are analyzed), attached (-cCMD), in a cluster (-lc CMD) or
+        # abbreviated (--comm=CMD); what follows -- goes to the shell.
         j = i + 1
         ran = False
         while j < len(self.words):
             word = self.literal(j)
-            if word in ("-c", "--command", "--session-command"):
-                if j + 1 >= len(self.words):
+            line: str | None = None
+            attached = False
+            if word == "--":
+                raise _Dynamic  # su user -- -c CMD: the shell reads those
+            if word.startswith("--"):
+                key, eq, rest = word[2:].partition("=")
+                if key and any(o.startswith(key) for o in ("command", "session-command")):
+                    line, attached = rest, bool(eq)
+                elif key and any(
+                    o.startswith(key)
+                    for o in ("shell", "group", "supp-group", "whitelist-environment")
+                ):
                     raise _Dynamic
-                self.inner(self.literal(j + 1))
-                ran = True
-                j += 2
-                continue
-            if word.startswith("--command=") or word.startswith("--session-command="):
-                self.inner(word.split("=", 1)[1])
-                ran = True
-            elif word in ("-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w"):
+            elif m := re.fullmatch(r"-([a-zA-Z]*?)c(.*)", word, re.DOTALL):
+                if set(m.group(1)) - set("flmpP"):
+                    raise _Dynamic
+                line, attached = m.group(2), bool(m.group(2))
+            elif re.match(r"-[a-zA-Z]*[sgGw]", word):
                 raise _Dynamic
+            if line is not None:
+                if not attached:
+                    j += 1
+                    if j >= len(self.words):
+                        raise _Dynamic
+                    line = self.literal(j)
+                self.inner(line)
+                ran = True
             j += 1
         if not ran:
             raise _Dynamic  # an interactive shell
@@ -1006,11 +1288,30 @@ class _Command:
                 j += 1
                 continue
             break
+        for word in self.words[j:]:
+            value = word.value or ""
+            key = value[2:].partition("=")[0] if value.startswith("--") else ""
+            if value.lower().startswith("ext::") or (
+                len(key) > 1 and any(o.startswith(key) for o in _GIT_EXEC_OPTIONS)
+            ):
+                raise _Dynamic  # a command to run, or a URL that runs one
+        sub = self.words[j].value if j < len(self.words) else None
+        rest = [w.value for w in self.words[j + 1 :]]
+        if (
+            sub in ("filter-branch", "mergetool", "difftool")
+            or (sub == "bisect" and "run" in rest)
+            or (sub == "submodule" and "foreach" in rest)
+            or (sub == "rebase" and any(r and re.match(r"-[a-zA-Z]*x", r) for r in rest))
+            or (sub == "grep" and any(_git_grep_pager(r) for r in rest))
+        ):
+            raise _Dynamic  # runs a command line of its arguments
         if j < len(self.words) and self.literal(j) == "config":
             args = [w.value for w in self.words[j + 1 :]]
             if any(a is None for a in args):
                 raise _Dynamic
             values = [a for a in args if a is not None and not a.startswith("-")]
+            if any(v.lower().startswith("protocol.") for v in values):
+                raise _Dynamic
             for key, value in itertools.pairwise(values):
                 if _GIT_EXEC_KEY.match(key):
                     self.inner(value.removeprefix("!"))
@@ -1020,6 +1321,8 @@ class _Command:
 
     def git_config(self, setting: str) -> None:
         key, _, value = setting.partition("=")
+        if key.lower().startswith("protocol."):
+            raise _Dynamic  # protocol.ext.allow lets an ext:: URL run a command
         if _GIT_EXEC_KEY.match(key):
             self.inner(value.removeprefix("!"))
 
@@ -1070,6 +1373,18 @@ class _Command:
         else:
             self.inner(self.joined(j))
 
+    def run_names(self, i: int) -> None:
+        args = [w.value if not w.special else None for w in self.words[i + 1 :]]
+        if _names_dynamic(_name(self.literal(i)), args):
+            raise _Dynamic
+
+    def run_sort(self, i: int) -> None:
+        for word in self.words[i + 1 :]:
+            value = word.value or ""
+            key = value[2:].partition("=")[0] if value.startswith("--") else ""
+            if key and "compress-program".startswith(key):
+                raise _Dynamic  # sort runs the program to compress its temporary files
+
     def run_parallel(self, i: int) -> None:
         raise _Dynamic  # {} and ::: arguments make its command line: not modelled
 
@@ -1083,4 +1398,6 @@ class _Command:
         "ssh": run_ssh,
         "watch": run_watch,
         "parallel": run_parallel,
+        "sort": run_sort,
     }
+    runners.update(dict.fromkeys(NAME_BUILTINS, run_names))

@@ -56,23 +56,47 @@ def _literal(argv: tuple[str | None, ...]) -> list[str] | None:
     return [a for a in argv if a is not None]
 
 
-def _no_output(args: list[str] | None, *long: str) -> bool:
-    """No ``-o FILE`` (alone or in a cluster of short flags) and none of *long*."""
-    return args is not None and not any(
-        re.match(r"^-[a-zA-Z]*o", a) or a.startswith(("--output", *long)) for a in args
+def _long_option(arg: str, dangerous: tuple[str, ...]) -> bool:
+    """Whether *arg* is one of the *dangerous* long options as GNU getopt reads it: a
+    unique prefix is the option (``--out=f`` is ``--output=f``); an ambiguous one is
+    counted too."""
+    if not arg.startswith("--") or arg == "--":
+        return False
+    key = arg[2:].partition("=")[0]
+    return bool(key) and any(d.startswith(key) or key.startswith(d) for d in dangerous)
+
+
+def _short_option(arg: str, letters: str, with_value: str) -> bool:
+    """Whether the cluster *arg* (``-rno FILE``) holds one of *letters*; a letter of
+    *with_value* takes the rest of the cluster as its value."""
+    if not arg.startswith("-") or arg.startswith("--"):
+        return False
+    for letter in arg[1:]:
+        if letter in letters:
+            return True
+        if letter in with_value:
+            return False
+    return False
+
+
+def _refuses(args: list[str] | None, letters: str, with_value: str, *long: str) -> bool:
+    """Whether some argument may be a dangerous option (the value of an option that
+    takes one is checked too: failing closed)."""
+    return args is None or any(
+        _short_option(a, letters, with_value) or _long_option(a, long) for a in args
     )
 
 
 def _sort(args: list[str] | None) -> bool:
-    return _no_output(args, "--compress-program")
+    return not _refuses(args, "o", "kStT", "output", "compress-program")
 
 
 def _tree(args: list[str] | None) -> bool:
-    return _no_output(args)
+    return not _refuses(args, "o", "LPIHT", "output")
 
 
 def _date(args: list[str] | None) -> bool:
-    return args is not None and not any(a.startswith(("-s", "--set")) for a in args)
+    return not _refuses(args, "s", "dfrI", "set")
 
 
 def _find(args: list[str] | None) -> bool:
@@ -80,7 +104,7 @@ def _find(args: list[str] | None) -> bool:
 
 
 def _rg(args: list[str] | None) -> bool:
-    return args is not None and not any(a.startswith("--pre") for a in args)
+    return not _refuses(args, "", "", "pre")
 
 
 def _git(args: list[str] | None) -> bool:
@@ -97,7 +121,9 @@ def _git(args: list[str] | None) -> bool:
     if i >= len(args):
         return False
     sub, rest = args[i], args[i + 1 :]
-    if any(a.startswith(("--output", "--ext-diff", "-O", "--open-files-in-pager")) for a in rest):
+    # git's parse-options abbreviates long options too (--open=CMD); -O[CMD] may
+    # end any cluster of git grep's flags (-nO'CMD').
+    if _refuses(rest, "O", "", "output", "ext-diff", "open-files-in-pager"):
         return False
     if sub in _GIT_READERS:
         return True
