@@ -43,7 +43,8 @@ def mcp_tool_name(server: str, tool: str) -> str:
     name = _UNSAFE.sub("_", f"mcp__{server}__{tool}")
     if len(name) <= MAX_NAME:
         return name
-    digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
+    # surrogatepass: a name that is not valid Unicode still hashes (never raises).
+    digest = hashlib.sha256(f"{server}\0{tool}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{name[: MAX_NAME - 9]}_{digest}"
 
 

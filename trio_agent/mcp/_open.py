@@ -97,6 +97,9 @@ class _MCPTool(Tool):
 
 #: Schemas checked in the loop at most; more are checked in a worker thread.
 _INLINE_CHECKS = 50
+#: Bytes of ``tools/list`` answers checked in the loop at most: a few huge schemas
+#: cost as much as many small ones.
+_INLINE_BYTES = 64 * 1024
 #: Tools built between two checkpoints (10,000 tools must not be one step).
 _BATCH = 200
 
@@ -162,7 +165,9 @@ class _MCPToolsManager:
         try:
             # The schemas are the servers' to choose: many are checked off the loop
             # (a few are not worth a thread, which virtual time cannot wait for).
-            if sum(len(server.listed) for server in self._servers) > _INLINE_CHECKS:
+            count = sum(len(server.listed) for server in self._servers)
+            size = sum(server.reader.listed_bytes for server in self._servers)
+            if count > _INLINE_CHECKS or size > _INLINE_BYTES:
                 problems = await trio.to_thread.run_sync(
                     _checked, self._servers, abandon_on_cancel=True
                 )

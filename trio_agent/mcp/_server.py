@@ -42,7 +42,9 @@ from ._client import (
 )
 from ._config import HttpServerConfig, ServerConfig, StdioServerConfig
 from ._convert import tool_output
+from ._http import LazyOAuth, cap_body, guarded
 from ._stdio import open_stdio
+from ._wire import MAX_LINE_BYTES, Reader
 
 __all__ = ["ClientHooks", "InProcessServer", "MCPProgress", "Server"]
 
@@ -54,6 +56,8 @@ InProcessServer = MCPServer | LowLevelServer[Any]
 
 #: Seconds the stderr reader may go on draining once its server has stopped.
 _STDERR_DRAIN = 0.5
+#: Seconds the HTTP transport has to close (its DELETE of the session, its tasks).
+_HTTP_CLOSE = 5.0
 
 
 @attrs.frozen
@@ -97,7 +101,13 @@ def _transport(
 ) -> AbstractAsyncContextManager[Any]:
     if isinstance(config, StdioServerConfig):
         assert stderr is not None
-        return open_stdio(server.name, config, stderr=stderr.errlog.fileno(), on_exit=server.exited)
+        return open_stdio(
+            server.name,
+            config,
+            stderr=stderr.errlog.fileno(),
+            on_exit=server.exited,
+            reader=server.reader,
+        )
     if isinstance(config, HttpServerConfig):
         return _http(server, config)
     return InMemoryTransport(config)
@@ -123,7 +133,7 @@ async def _http(server: Server, config: HttpServerConfig) -> AsyncGenerator[Any]
         auth = config.auth
     elif not any(k.lower() == "authorization" for k in config.headers):
         # OAuth acts only on a 401/403; a static Authorization header is the user's choice.
-        auth = await oauth_provider(
+        provider = await oauth_provider(
             server.name,
             config.url,
             config.oauth,
@@ -131,6 +141,7 @@ async def _http(server: Server, config: HttpServerConfig) -> AsyncGenerator[Any]
             server.hooks.authorize,
             on_authorizing=server.authorizing,
         )
+        auth = LazyOAuth(provider)
 
     async def note(response: httpx2.Response) -> None:
         await trio.lowlevel.checkpoint()
@@ -141,16 +152,24 @@ async def _http(server: Server, config: HttpServerConfig) -> AsyncGenerator[Any]
         else:
             server.refusal = None
 
-    async with (
-        httpx2.AsyncClient(
-            headers=dict(config.headers),
-            timeout=timeout,
-            auth=auth,
-            event_hooks={"response": [note]},
-        ) as client,
-        streamable_http_client(config.url, http_client=client) as streams,
-    ):
-        yield streams
+    # Leaving is bounded: a request the server never answers must not hold it up.
+    with trio.CancelScope() as leaving:
+        async with (
+            httpx2.AsyncClient(
+                headers=dict(config.headers),
+                timeout=timeout,
+                auth=auth,
+                event_hooks={"response": [note, cap_body]},
+            ) as client,
+            streamable_http_client(
+                config.url, http_client=client, max_sse_event_size=MAX_LINE_BYTES
+            ) as streams,
+            guarded(streams, server.reader) as guarded_streams,
+        ):
+            try:
+                yield guarded_streams
+            finally:
+                leaving.deadline = trio.current_time() + _HTTP_CLOSE
 
 
 def _storage(server: Server, config: HttpServerConfig) -> TokenStorage:
@@ -206,6 +225,11 @@ class Server:
     _closing: trio.Event = attrs.field(factory=trio.Event)
     _calls: set[trio.CancelScope] = attrs.field(factory=set[trio.CancelScope])
     _startup: trio.CancelScope | None = None
+    #: What the server's messages pass through (stdio and HTTP; an in-process
+    #: server is the program's own code).
+    reader: Reader = attrs.field(
+        init=False, default=attrs.Factory(lambda self: Reader(self.name), takes_self=True)
+    )
 
     def authorizing(self, active: bool) -> None:
         """The user's OAuth step started (True) or ended: the start-up deadline

@@ -58,6 +58,7 @@ async def open_stdio(
     *,
     stderr: int,
     on_exit: Callable[[int], None],
+    reader: Reader | None = None,
 ) -> AsyncGenerator[tuple[Any, Any]]:
     """Start the server; yield the session's (read, write) streams; stop it on leaving.
 
@@ -78,7 +79,7 @@ async def open_stdio(
     stdin, stdout = process.stdin, process.stdout
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
-    reader = Reader(server)
+    reader = Reader(server) if reader is None else reader
     drained = trio.Event()
     stopping = False
 
@@ -109,10 +110,18 @@ async def open_stdio(
         try:
             async with write_reader:
                 async for item in write_reader:
-                    reader.sent(item.message)
-                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await stdin.send_all(data.encode() + b"\n")
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    data = reader.encode(item.message)
+                    if isinstance(data, bytes):
+                        await stdin.send_all(data + b"\n")
+                    elif data is not None:  # that request cannot be sent: its error answer
+                        await read_writer.send(data)
+        except (
+            trio.BrokenResourceError,
+            trio.ClosedResourceError,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+            OSError,
+        ):
             # The server no longer reads: let the session see the connection end.
             await read_writer.aclose()
 
