@@ -421,6 +421,21 @@ ROWS: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
+        "S13",
+        "file rules and the file tools name the same file: generated trees of relative and "
+        "absolute symlinks (.. after a symlinked directory), paths over PATH_MAX, loops, "
+        "newlines, unencodable names, root aliases, the gitignore escape, Write/Edit deny",
+        ["tests/security/test_path_audit.py"],
+    ),
+    (
+        "S14",
+        "an adversarial audit's 323 Bash spellings run for real: words after a redirection, "
+        "subscripts evaluated as code, ANSI-C NULs, dangerous variables set without =, "
+        "unmodelled runners, option abbreviations, a linear brace scan; Bash decided by "
+        "its command alone, a line with no simple command never allowed by a pattern",
+        ["tests/security/test_bash_audit.py", "tests/security/test_rule_keys.py"],
+    ),
+    (
         "T1",
         "text UTF-8 cannot carry (lone surrogates from tools, prompts, file names, the model's "
         "own escapes) never enters the history; the transcript round-trips",
@@ -484,6 +499,27 @@ ROWS: list[tuple[str, str, list[str]]] = [
             "tests/mcp/test_mcp_schemas.py::test_a_bad_tool_or_one_that_needs_tasks_is_left_out_alone",
             "tests/mcp/test_mcp_schemas.py::test_no_schema_raises_or_fetches",
         ],
+    ),
+    (
+        "S15",
+        "a forged pending approval (a transcript line, a durable row, in memory) never "
+        "runs another call than the history shows; huge and non-finite numbers in any "
+        "transcript field: TranscriptError naming the line",
+        ["tests/session/test_transcript_audit.py"],
+    ),
+    (
+        "E9",
+        "the viewer under hostile files: a huge number spoils only its file, FIFOs and "
+        "/dev/zero are never read, overlong lines skipped, a line being written never split",
+        ["tests/viewer/test_viewer_audit.py"],
+    ),
+    (
+        "M4",
+        "hostile MCP servers cost at most their own calls: unencodable names, unsendable "
+        "inputs, catastrophic output schemas, a request never answered over HTTP, HTTP "
+        "floods and sizes, string ids, every notification kind, server requests, huge "
+        "listings",
+        ["tests/mcp/test_mcp_audit.py"],
     ),
     (
         "O1",

@@ -8,6 +8,7 @@ Every value here is ``attrs.frozen``; the loop moves :class:`State` forward with
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
@@ -264,11 +265,16 @@ class PendingApprovals:
         return tuple(c.id for c in self.calls)
 
     def belongs_to(self, message: Message | None) -> bool:
-        """Whether these are the calls (and results) of *message*'s tool uses."""
+        """Whether these are the calls (and results) of *message*'s tool uses: the same
+        ids, and each call the very tool use of *message* with its id (name, input and
+        all), since approving an id runs the call held here."""
         if not isinstance(message, AssistantMessage):
             return False
         uses = sorted(u.id for u in message.tool_uses)
-        return uses == sorted([*self.ids, *(r.tool_use_id for r in self.results)])
+        if uses != sorted([*self.ids, *(r.tool_use_id for r in self.results)]):
+            return False
+        by_id = {u.id: u for u in message.tool_uses}
+        return all(_same_call(c, by_id[c.id]) for c in self.calls)
 
     def to_api(self) -> dict[str, Any]:
         """The JSON form (a transcript line's payload)."""
@@ -292,6 +298,21 @@ class PendingApprovals:
         if not calls:
             raise TranscriptError("bad pending approvals: no tool calls")
         return cls(calls, results)
+
+
+def _same_call(call: ToolUseBlock, use: ToolUseBlock) -> bool:
+    """Whether *call* is *use* exactly: compared as JSON, so that ``1`` and ``True``
+    (equal in Python) or ``1`` and ``1.0`` differ as they do for a tool."""
+    if (call.id, call.name, call.invalid_input) != (use.id, use.name, use.invalid_input):
+        return False
+    try:
+        return _canonical(call) == _canonical(use)
+    except (TypeError, ValueError, RecursionError):  # not JSON (built in memory)
+        return call == use
+
+
+def _canonical(block: ToolUseBlock) -> str:
+    return json.dumps(block.to_api(), sort_keys=True, default=repr)
 
 
 @attrs.frozen

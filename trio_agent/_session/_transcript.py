@@ -262,14 +262,14 @@ def _read_subagent(record: Mapping[str, Any], lineno: int, raw: bytes) -> Subage
     ):
         raise TranscriptError(f"line {lineno}: a bad subagent record: {excerpt(raw)}")
     cost = record.get("cost_usd")
-    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float)):
+    if cost is not None and _finite(cost) is None:
         raise TranscriptError(f"line {lineno}: a bad subagent record: cost_usd {cost!r:.40}")
     try:
         reason = TurnEndReason(record.get("reason"))
         spent = Usage.from_api(cast("Mapping[str, Any]", usage))
     except (TrioAgentError, TypeError, ValueError) as exc:
         raise TranscriptError(f"line {lineno}: a bad subagent record: {exc}") from exc
-    spent = attrs.evolve(spent, cost_usd=None if cost is None else float(cost))
+    spent = attrs.evolve(spent, cost_usd=None if cost is None else _finite(cost))
     end = TurnEnd(
         reason=reason,
         usage=spent,
@@ -285,10 +285,22 @@ def _read_subagent(record: Mapping[str, Any], lineno: int, raw: bytes) -> Subage
     return SubagentTurn(agent, tool_use_id, end)
 
 
+def _finite(value: object) -> float | None:
+    """*value* as a finite float, or None: not a number, a bool, NaN, an infinity, or
+    an integer past a float's range (JSON has no limit: ``10**400`` is valid JSON)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _is_time(value: object, *, optional: bool = False) -> bool:
     if value is None:
         return optional
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return _finite(value) is not None
 
 
 def _all(items: object, check: Callable[[Mapping[str, Any]], bool]) -> bool:
@@ -487,6 +499,7 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
     pending: PendingApprovals | None = None
     subagents: list[SubagentTurn] = []
     timelines: list[Mapping[str, Any]] = []
+    pending_line = 0
     torn = False
     offset = 0
     lineno = 0
@@ -525,10 +538,17 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
                 pending = PendingApprovals.from_api(record.get("pending"))
             except TranscriptError as exc:
                 raise TranscriptError(f"line {lineno}: {exc}") from exc
+            pending_line = lineno
     messages = _check_pairing(messages, lines)
     held: list[Message] = []
     if pending is not None and messages and pending.belongs_to(messages[-1]):
         held = [messages.pop()]  # its calls wait for approval: not repaired
+    elif pending is not None and messages and _same_ids(pending, messages[-1]):
+        # The ids of the last answer's tool uses, but another call under one of them:
+        # approving that id would run a call the history does not show.
+        raise TranscriptError(
+            f"line {pending_line}: the pending calls are not the last answer's tool uses"
+        )
     else:
         pending = None
     repaired, ids = repair_history(messages)
@@ -544,6 +564,13 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
         subagents=tuple(subagents),
         timelines=tuple(timelines),
     )
+
+
+def _same_ids(pending: PendingApprovals, message: Message) -> bool:
+    """Whether *pending* names exactly the tool_use ids of *message* (an answer)."""
+    return isinstance(message, AssistantMessage) and sorted(
+        u.id for u in message.tool_uses
+    ) == sorted([*pending.ids, *(r.tool_use_id for r in pending.results)])
 
 
 def repair_history(

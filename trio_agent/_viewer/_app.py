@@ -22,7 +22,7 @@ from typing import Any, Final, final
 import trio
 
 from ._html import list_page, session_page
-from ._sources import DatabaseSource, FileSource, SessionView, file_sessions
+from ._sources import DatabaseSource, FileSource, Item, SessionView, file_sessions
 
 __all__ = ["Library", "ViewerApp", "serve_viewer"]
 
@@ -61,7 +61,8 @@ class Library:
 
     def sessions(self) -> list[SessionView]:
         views = file_sessions(self.files)
-        self._where = {v.id: Path(v.where) for v in views if v.kind != "error"}
+        # an error row has a page too (saying why); one whose file is gone: a 404
+        self._where = {v.id: Path(v.where) for v in views}
         if self.database is not None:
             views.extend(self.database.sessions())
         return views
@@ -144,13 +145,32 @@ class ViewerApp:
                 return 404, b"no such session\n", "text/plain; charset=utf-8"
             if path.startswith("/api/"):
                 return 200, json.dumps({"version": view.version}).encode(), json_type
-            return 200, _utf8(session_page(view)), html_type
+            try:
+                page = session_page(view)
+            except Exception as exc:  # a file that defeats the page: this page only
+                page = session_page(_broken(view, exc))
+            return 200, _utf8(page), html_type
         if path.startswith("/static/"):
             name = path.removeprefix("/static/")
             if name in _STATIC:
                 data = (resources.files("trio_agent._viewer") / "static" / name).read_bytes()
                 return 200, data, _STATIC[name]
         return 404, b"not found\n", "text/plain; charset=utf-8"
+
+
+def _broken(view: SessionView, exc: Exception) -> SessionView:
+    """*view* as an error page: what went wrong showing it."""
+    why = f"cannot show this session: {type(exc).__name__}: {exc!s:.300}"
+    return SessionView(
+        id=view.id,
+        where=view.where,
+        kind="error",
+        title=view.title,
+        end=why,
+        updated=view.updated,
+        items=[Item("note", text=why, level="error")],
+        version=view.version,
+    )
 
 
 def _utf8(page: str) -> bytes:

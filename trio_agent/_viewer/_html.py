@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final, cast
 
-from ._sources import Item, SessionView
+from ._sources import Item, SessionView, finite
 
 __all__ = ["esc", "list_page", "session_page", "timeline_svg"]
 
@@ -57,18 +57,15 @@ def list_page(views: Sequence[SessionView], version: str) -> str:
     """The session list, newest first."""
     rows: list[str] = []
     for v in sorted(views, key=lambda v: v.updated, reverse=True):
-        rows.append(
-            f'<tr class="session" data-id="{esc(v.id)}">'
-            f'<td class="updated">{esc(_when(v.updated))}</td>'
-            f'<td class="title"><a href="/s/{esc(v.id)}">{esc(v.title or "(no prompt)")}</a>'
-            f'<div class="where">{esc(v.where)}</div></td>'
-            f'<td class="kind">{esc(v.kind)}</td>'
-            f'<td class="model">{esc(v.model or "—")}</td>'
-            f'<td class="turns num">{v.turns}</td>'
-            f'<td class="tokens num">{v.input_tokens:,} in / {v.output_tokens:,} out</td>'
-            f'<td class="cost num">{esc(_cost(v.cost))}</td>'
-            f'<td class="end">{esc(v.end or "—")}</td></tr>'
-        )
+        try:
+            rows.append(_row(v))
+        except Exception as exc:  # a session that defeats its row: that row only
+            rows.append(
+                f'<tr class="session" data-id="{esc(v.id)}"><td class="updated">—</td>'
+                f'<td class="title"><a href="/s/{esc(v.id)}">{esc(v.where)}</a></td>'
+                f'<td class="kind">error</td><td colspan="5" class="end">cannot show this'
+                f" session: {esc(type(exc).__name__)}</td></tr>"
+            )
     table = (
         '<table class="sessions"><thead><tr><th>updated</th><th>session</th><th>source</th>'
         "<th>model</th><th>turns</th><th>tokens</th><th>cost</th><th>end</th></tr></thead>"
@@ -77,6 +74,21 @@ def list_page(views: Sequence[SessionView], version: str) -> str:
         else '<p class="empty">No sessions found.</p>'
     )
     return _page("trio-agent sessions", f"<h1>Sessions</h1>{table}", live=f"/api/list?v={version}")
+
+
+def _row(v: SessionView) -> str:
+    return (
+        f'<tr class="session" data-id="{esc(v.id)}">'
+        f'<td class="updated">{esc(_when(v.updated))}</td>'
+        f'<td class="title"><a href="/s/{esc(v.id)}">{esc(v.title or "(no prompt)")}</a>'
+        f'<div class="where">{esc(v.where)}</div></td>'
+        f'<td class="kind">{esc(v.kind)}</td>'
+        f'<td class="model">{esc(v.model or "—")}</td>'
+        f'<td class="turns num">{v.turns}</td>'
+        f'<td class="tokens num">{v.input_tokens:,} in / {v.output_tokens:,} out</td>'
+        f'<td class="cost num">{esc(_cost(v.cost))}</td>'
+        f'<td class="end">{esc(v.end or "—")}</td></tr>'
+    )
 
 
 def _cut(text: str, cls: str) -> str:
@@ -165,10 +177,7 @@ def timeline_svg(call: dict[str, Any]) -> str:
     """One model call's timeline (``TurnRecorder.summary()``'s shape) as SVG: the
     stream with a mark where each block finished, and a row per tool run."""
 
-    def number(value: Any) -> float | None:
-        return (
-            float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-        )
+    number = finite  # a time that is not a finite float is left out (the page notes it)
 
     start = number(call.get("started_at")) or 0.0
     stream_end = number(call.get("stream_ended_at"))

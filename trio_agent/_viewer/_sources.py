@@ -14,7 +14,17 @@ Everything is read, never written. A file is one session:
 
 A durable database (``--database-url``) holds one session per durable session id
 (:class:`DatabaseSource`). A line that cannot be read becomes an error note on the
-page: a transcript is untrusted input, and the viewer shows what it can.
+page: a transcript is untrusted input, and the viewer shows what it can. A number
+that is not a finite float (``10**400`` is valid JSON, so are ``NaN`` and ``1e400``
+to Python's parser) is left out, with a note. A file that cannot be read at all is an
+error row (and page) of its own: the other sessions stay viewable.
+
+Only regular files are read (a FIFO would block the reading thread, a device such
+as ``/dev/zero`` never ends): the walk skips anything else, and a file swapped for
+one after the walk is refused on opening (opened non-blocking, then checked). A line
+longer than :data:`MAX_LINE_BYTES` is skipped with a note, a file is read up to
+:data:`MAX_FILE_BYTES`, and a last line without its newline is not read yet (its
+writer is on it: the next read has it whole).
 
 :func:`read_session` returns a :class:`SessionView`: plain data for the pages.
 """
@@ -23,10 +33,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import stat as stat_module
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, BinaryIO, Final, cast
 
 import attrs
 
@@ -39,6 +51,8 @@ __all__ = [
     "Item",
     "SessionView",
     "file_sessions",
+    "finite",
+    "open_regular",
     "read_session",
 ]
 
@@ -46,6 +60,34 @@ __all__ = [
 MAX_LINES: Final = 200_000
 #: The deepest subagent turn shown (``subagent()`` nests at most 3 by default).
 MAX_SUBAGENT_DEPTH: Final = 8
+#: The longest line read (a longer one is skipped, with a note). Not Final: tests lower it.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+#: The most bytes read from one file (a larger file is shown up to there, with a note).
+MAX_FILE_BYTES = 512 * 1024 * 1024
+#: The largest token count taken as one (a larger one, or a negative one, is noted).
+_MAX_TOKENS: Final = 2**63
+
+
+def finite(value: object) -> float | None:
+    """*value* as a finite float, or None: not a number, a bool, NaN, an infinity, or
+    an integer past a float's range (``10**400`` is valid JSON)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _short(value: object) -> str:
+    """*value* shortened for a note (a huge integer's repr is long, but bounded)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 @attrs.define
@@ -240,9 +282,30 @@ class _Builder:
         if isinstance(message_id, str) and message_id:
             self.answers[message_id] = item
 
+    def check_times(self, call: Mapping[str, Any]) -> None:
+        """Note a model call's times that are numbers but not finite floats (the
+        drawing leaves them out)."""
+        times = [call.get(k) for k in ("started_at", "stream_ended_at", "saved")]
+        blocks, tools = call.get("blocks"), call.get("tools")
+        for b in cast("list[Any]", blocks) if isinstance(blocks, list) else []:
+            if isinstance(b, dict):
+                times.append(cast("dict[str, Any]", b).get("t"))
+        for t in cast("list[Any]", tools) if isinstance(tools, list) else []:
+            if isinstance(t, dict):
+                t = cast("dict[str, Any]", t)
+                times.extend((t.get("started_at"), t.get("ended_at")))
+        bad = [v for v in times if _is_number(v) and finite(v) is None]
+        if bad:
+            self.note(
+                f"model call {str(call.get('index', '?'))[:20]}: a time that is not a finite"
+                f" number ({_short(bad[0])}): left out",
+                "warn",
+            )
+
     def timeline(self, record: Mapping[str, Any]) -> None:
         """A transcript's ``timeline`` line: drawn on the answer it names, or on a note
         of its own (a model call without an answer)."""
+        self.check_times(record)
         answer = self.answers.get(str(record.get("message_id")))
         if answer is not None and answer.timeline is None:
             answer.timeline = dict(record)
@@ -283,20 +346,34 @@ class _Builder:
     def _count(self, usage: dict[str, Any], model: str | None) -> None:
         def n(key: str) -> int:
             value = usage.get(key)
-            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+            if not isinstance(value, int) or isinstance(value, bool):
+                return 0
+            if not 0 <= value < _MAX_TOKENS:
+                self.note(f"usage {key} {_short(value)} is not a token count: left out", "warn")
+                return 0
+            return value
 
         self.view.input_tokens += (
             n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens")
         )
         self.view.output_tokens += n("output_tokens")
-        cost = usage.get("cost_usd")
-        if not isinstance(cost, int | float) or isinstance(cost, bool):
+        given = usage.get("cost_usd")
+        cost: float | None
+        if _is_number(given):
+            cost = finite(given)
+            if cost is None:
+                self.note(
+                    f"usage cost_usd {_short(given)} is not a finite number: cost unknown",
+                    "warn",
+                )
+        else:
             try:
-                cost = cost_usd(Usage.from_api(usage), model) if model else None
+                priced = cost_usd(Usage.from_api(usage), model) if model else None
             except Exception:  # an odd usage from an untrusted file: no price
-                cost = None
+                priced = None
+            cost = finite(priced)
         if self.view.cost is not None:
-            self.view.cost = None if cost is None else self.view.cost + float(cost)
+            self.view.cost = None if cost is None else self.view.cost + cost
 
     # -- events --------------------------------------------------------------------
 
@@ -343,6 +420,9 @@ class _Builder:
         elif kind == "Timeline":
             calls = record.get("calls")
             if isinstance(calls, list):
+                for call in cast("list[Any]", calls):
+                    if isinstance(call, dict):
+                        self.check_times(cast("dict[str, Any]", call))
                 for items, call in zip(self.calls, cast("list[Any]", calls), strict=False):
                     if isinstance(call, dict) and items:
                         answers = [i for i in items if i.kind == "assistant"]
@@ -387,21 +467,74 @@ def _transcript(builder: _Builder, records: Iterable[Mapping[str, Any]]) -> None
     builder.view.turns = builder.prompts
 
 
+def _is_regular(path: Path) -> bool:
+    """Whether *path* is a regular file (a symlink: its target), without opening it."""
+    try:
+        return stat_module.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """*path* opened for reading, if it is a regular file.
+
+    Opened non-blocking (opening a FIFO would wait for a writer, in a thread nothing
+    can interrupt), then checked on the descriptor itself: a file swapped for a FIFO
+    or a device after a check by name is refused all the same.
+
+    Raises:
+        OSError: it cannot be opened, or it is not a regular file.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _records(path: Path, builder: _Builder) -> list[Mapping[str, Any]]:
     records: list[Mapping[str, Any]] = []
-    with path.open("rb") as f:
-        for lineno, raw in enumerate(f, 1):
+    total = 0
+    lineno = 0
+    with open_regular(path) as f:
+        while True:
+            raw = f.readline(MAX_LINE_BYTES + 1)
+            if not raw.endswith(b"\n") and len(raw) <= MAX_LINE_BYTES:
+                # The end of the file; a last line without its newline is one its
+                # writer is still on: not read yet (the next read has it whole).
+                break
+            lineno += 1
+            total += len(raw)
             if lineno > MAX_LINES:
                 builder.note(f"the file has more than {MAX_LINES} lines: shown up to there", "warn")
+                break
+            if not raw.endswith(b"\n"):  # past MAX_LINE_BYTES: skip the rest of it
+                while raw and not raw.endswith(b"\n") and total <= MAX_FILE_BYTES:
+                    raw = f.readline(MAX_LINE_BYTES)
+                    total += len(raw)
+                if raw.endswith(b"\n") and total <= MAX_FILE_BYTES:
+                    builder.note(
+                        f"line {lineno} is longer than {MAX_LINE_BYTES:,} bytes: not shown"
+                    )
+                    continue
+                if not raw:
+                    break  # the file ended within that line: its writer is on it
+            if total > MAX_FILE_BYTES:
+                builder.note(
+                    f"the file is larger than {MAX_FILE_BYTES:,} bytes: shown up to there", "warn"
+                )
                 break
             if not raw.strip():
                 continue
             try:
                 record = json.loads(raw)
             except (ValueError, RecursionError):
-                if raw.endswith(b"\n"):
-                    builder.note(f"line {lineno} is not JSON", "error")
-                continue  # a torn last line: the writer is on it
+                builder.note(f"line {lineno} is not JSON", "error")
+                continue
             if isinstance(record, dict):
                 records.append(cast("dict[str, Any]", record))
             else:
@@ -458,22 +591,37 @@ class FileSource:
         for path in self.paths:
             if path.is_dir():
                 found.extend(_walk(path, MAX_FILES - len(found)))
-            elif path.is_file():
+            elif _is_regular(path):
                 found.append(path)
         return found[:MAX_FILES]
 
     def read(self, path: Path) -> SessionView:
-        """The session in *path*, from the cache while the file is unchanged.
+        """The session in *path*, from the cache while the file is unchanged; a file
+        that cannot be read (or shown) is a ``kind="error"`` view saying why.
 
         Raises:
-            OSError: the file cannot be read.
+            OSError: the file is gone (it cannot be stat'ed).
         """
         stat = path.stat()
         key = (stat.st_size, stat.st_mtime_ns)
         cached = self._cache.get(path)
         if cached is not None and cached[0] == key:
             return cached[1]
-        view = read_session(path)
+        try:
+            view = read_session(path)
+        except Exception as exc:  # an untrusted file (an OSError, or a bug): this file only
+            where = str(path.resolve())
+            why = f"cannot show this file: {exc!s:.300}"
+            view = SessionView(
+                id=session_id(where),
+                where=where,
+                kind="error",
+                title=path.name,
+                end=why,
+                updated=stat.st_mtime,
+                items=[Item("note", text=why, level="error")],
+                version=f"{stat.st_size}:{stat.st_mtime_ns}",
+            )
         self._cache[path] = (key, view)
         return view
 
@@ -483,7 +631,7 @@ def _walk(root: Path, limit: int) -> list[Path]:
     for directory, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS)
         for name in sorted(files):
-            if name.endswith(".jsonl"):
+            if name.endswith(".jsonl") and _is_regular(Path(directory) / name):
                 found.append(Path(directory) / name)
                 if len(found) >= limit:
                     return found
