@@ -3,8 +3,9 @@ transport that connects only to an address it has checked.
 
 The decision is made on the *resolved* address (so ``127.1``, ``2130706433``,
 ``0x7f000001``, ``localhost`` and a DNS name pointing at ``10.0.0.1`` are all the same
-thing), with the standard :mod:`ipaddress` ranges; IPv4-mapped, IPv4-compatible,
-NAT64, 6to4 and Teredo IPv6 forms are judged by the IPv4 address they carry.
+thing), against IANA's special-purpose address registries (IPv6 is public only in 2000::/3);
+IPv4-mapped, -translated and -compatible, NAT64, 6to4 and Teredo IPv6 forms are
+judged by the IPv4 address they carry.
 
 :func:`guarded_transport` does the lookup itself, checks every address it got, and
 connects to one of those addresses: there is no second lookup a DNS-rebinding server
@@ -42,7 +43,72 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 #: ``async (host, port) -> addresses``: one DNS lookup.
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
+_Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def _table(*entries: tuple[str, str]) -> tuple[tuple[_Network, str], ...]:
+    return tuple((ipaddress.ip_network(net), reason) for net, reason in entries)
+
+
+# The decision does not rest on the interpreter's ``is_private``/``is_global``: their
+# tables change between Python patch releases (3.11.7 treats 192.0.0.8, 192.88.99.0/24,
+# fec0::/10 and 3fff::/20 as global). These tables are the IANA special-purpose
+# registries (https://www.iana.org/assignments/iana-ipv4-special-registry/ and
+# https://www.iana.org/assignments/iana-ipv6-special-registry/, as of 2025), plus
+# multicast; the first match wins, so the narrower entries come first.
+
+#: IPv4 special-purpose entries IANA marks "Globally Reachable".
+_IPV4_GLOBAL = _table(
+    ("192.0.0.9/32", "Port Control Protocol anycast"),
+    ("192.0.0.10/32", "TURN anycast"),
+)
+_IPV4_REFUSED = _table(
+    ("0.0.0.0/32", "the unspecified address"),
+    ("0.0.0.0/8", "a 'this network' address (0.0.0.0/8)"),
+    ("10.0.0.0/8", "a private address"),
+    ("100.64.0.0/10", "a shared (carrier-grade NAT) address, not a public one"),
+    ("127.0.0.0/8", "a loopback address"),
+    ("169.254.0.0/16", "a link-local address (cloud metadata lives there)"),
+    ("172.16.0.0/12", "a private address"),
+    ("192.0.0.0/24", "an IETF protocol assignment (192.0.0.0/24), not a public address"),
+    ("192.0.2.0/24", "a documentation address"),
+    ("192.88.99.0/24", "a deprecated 6to4 relay anycast address"),
+    ("192.168.0.0/16", "a private address"),
+    ("198.18.0.0/15", "a benchmarking address"),
+    ("198.51.100.0/24", "a documentation address"),
+    ("203.0.113.0/24", "a documentation address"),
+    ("224.0.0.0/4", "a multicast address"),
+    ("255.255.255.255/32", "the limited broadcast address"),
+    ("240.0.0.0/4", "a reserved address"),
+)
+#: IPv6 special-purpose entries inside 2000::/3 that IANA marks "Globally Reachable"
+#: and that are locators. ORCHIDv2 (2001:20::/28) and DETs (2001:30::/28) are too, but
+#: they are identifiers, never the address of a web server: refused with 2001::/23.
+_IPV6_GLOBAL = _table(
+    ("2001:1::1/128", "Port Control Protocol anycast"),
+    ("2001:1::2/128", "TURN anycast"),
+    ("2001:1::3/128", "DNS-SD service registration anycast"),
+    ("2001:3::/32", "AMT"),
+    ("2001:4:112::/48", "AS112-v6"),
+)
+_IPV6_REFUSED = _table(
+    ("::/128", "the unspecified address"),
+    ("::1/128", "a loopback address"),
+    ("fe80::/10", "a link-local address"),
+    ("fc00::/7", "a private (unique local) address"),
+    ("fec0::/10", "a site-local address (deprecated, private)"),
+    ("ff00::/8", "a multicast address"),
+    ("64:ff9b:1::/48", "a local-use NAT64 address (64:ff9b:1::/48), not a public one"),
+    ("2001:2::/48", "a benchmarking address"),
+    ("2001:db8::/32", "a documentation address"),
+    ("2001::/23", "an IETF protocol assignment (2001::/23), not a public address"),
+    ("3fff::/20", "a documentation address"),
+)
+#: IPv6 global unicast: everything else outside it is not a public address.
+_GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
+
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+_IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
@@ -51,14 +117,15 @@ class AddressRefused(ToolRefusal):
 
 
 def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 address stands for (mapped, compatible, NAT64,
-    6to4, Teredo), or None."""
+    """The IPv4 address an IPv6 address stands for (mapped, translated, compatible,
+    NAT64, 6to4, Teredo), or None."""
     if ip.ipv4_mapped is not None:
         return ip.ipv4_mapped
+    low32 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     if ip in _IPV4_COMPATIBLE and int(ip) > 1:  # :: and ::1 are themselves
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    if ip in _NAT64:
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        return low32
+    if ip in _IPV4_TRANSLATED or ip in _NAT64:
+        return low32
     if ip.sixtofour is not None:
         return ip.sixtofour
     if ip.teredo is not None:
@@ -66,26 +133,39 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     return None
 
 
+def _lookup(ip: IPAddress, table: tuple[tuple[_Network, str], ...]) -> str | None:
+    return next((reason for net, reason in table if ip in net), None)
+
+
 def forbidden_reason(ip: IPAddress) -> str | None:
     """Why *ip* must not be fetched by default (``"a loopback address"``...), or None
-    when it is a public unicast address."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        inner = _embedded_ipv4(ip)
-        if inner is not None:
-            reason = forbidden_reason(inner)
-            return None if reason is None else f"{reason} (as IPv6 {ip})"
-    if ip.is_unspecified:
-        return "the unspecified address"
-    if ip.is_loopback:
-        return "a loopback address"
-    if ip.is_link_local:
-        return "a link-local address (cloud metadata lives there)"
-    if ip.is_multicast:
-        return "a multicast address"
-    if ip.is_private:
-        return "a private address"
-    if not ip.is_global:
-        return "not a public address"
+    when it is a public unicast address.
+
+    An allow-model: IPv6 is public only inside 2000::/3 and outside IANA's
+    special-purpose blocks; IPv4 only outside IANA's blocks, multicast and whatever
+    this interpreter also thinks is not global. Embedded IPv4 forms are judged by the
+    IPv4 address they carry."""
+    if isinstance(ip, ipaddress.IPv4Address):
+        if _lookup(ip, _IPV4_GLOBAL) is not None:
+            return None
+        reason = _lookup(ip, _IPV4_REFUSED)
+        if reason is not None:
+            return reason
+        # Belt and braces: a block a newer interpreter knows of and this table not.
+        if ip.is_reserved or not ip.is_global:
+            return "not a public address"
+        return None
+    inner = _embedded_ipv4(ip)
+    if inner is not None:
+        reason = forbidden_reason(inner)
+        return None if reason is None else f"{reason} (as IPv6 {ip})"
+    if _lookup(ip, _IPV6_GLOBAL) is not None:
+        return None
+    reason = _lookup(ip, _IPV6_REFUSED)
+    if reason is not None:
+        return reason
+    if ip not in _GLOBAL_UNICAST:
+        return "not a public address (IPv6 global unicast is 2000::/3)"
     return None
 
 
@@ -176,7 +256,10 @@ class AddressPolicy:
 
 async def system_resolver(host: str, port: int) -> list[str]:
     """The addresses of *host* from the system resolver (``getaddrinfo``)."""
-    infos = await trio.socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    try:
+        infos = await trio.socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except UnicodeError as exc:  # IDNA: a label longer than 63 characters...
+        raise OSError(f"{host!r} is not a valid host name: {exc}") from exc
     return [str(info[4][0]) for info in infos]
 
 
