@@ -69,7 +69,8 @@ class TurnSummary:
         turns: model calls made.
         usage: their usage, summed, with its ``cost_usd`` (None: a price was unknown).
         text: the text of the turn's last answer.
-        messages: how many messages the turn added to the history.
+        messages: how many messages the turn added to the history (a turn that
+            compacted it: the messages of the new history the old one did not hold).
         replayed_tools: tool calls answered from the record (the turn was re-run).
         message: TurnEnd's explanation, if any.
         error: the repr of TurnEnd's error, if any.

@@ -31,10 +31,22 @@ from typing import Any, Unpack, cast, final
 import attrs
 import trio
 
-from .. import AssistantMessage, ContentBlock, ModelClient, Tool, ToolContext, ToolOutput
+from .. import (
+    AssistantMessage,
+    ContentBlock,
+    ModelClient,
+    OpaqueBlock,
+    TextBlock,
+    Tool,
+    ToolContext,
+    ToolOutput,
+)
+from .._executor import read_return
+from .._messages import clean_json, clean_text
 from .._model import StreamArguments
 from .._retry import RetryPolicy
 from .._subagent import SubagentRunner
+from .._tools import ContextModifier
 from ..lowlevel import (
     RecoverableModelClient,
     RetryObserver,
@@ -93,13 +105,80 @@ def _call_key(call: int, name: str, input: Mapping[str, Any], rank: int) -> str:
     return f"tool/{call}/{name}/{digest}/{rank}"
 
 
-def _encode(value: Any) -> dict[str, Any]:
-    output = value if isinstance(value, ToolOutput) else ToolOutput(value)
-    content = output.content
-    return {
-        "content": content if isinstance(content, str) else [b.to_api() for b in content],
-        "is_error": output.is_error,
-    }
+def _describe_return(value: Any) -> str:
+    """What is wrong with a tool's return, by type, in the executor's words
+    (``bytes``, ``a list holding ToolUseBlock``, ``a ToolOutput holding dict``)."""
+    if isinstance(value, ToolOutput):
+        return f"a ToolOutput holding {_describe_return(value.content)}"
+    if isinstance(value, list | tuple):
+        for item in cast("Sequence[object]", value):
+            if not _result_block(item):
+                return f"a {type(value).__name__} holding {type(item).__name__}"
+    return type(value).__name__
+
+
+def _result_block(item: object) -> bool:
+    if isinstance(item, TextBlock):
+        return True
+    return isinstance(item, OpaqueBlock) and item.type in _RESULT_BLOCK_TYPES
+
+
+#: The block types the API accepts in ``tool_result`` content (the executor's).
+_RESULT_BLOCK_TYPES = frozenset({"text", "image", "document", "search_result"})
+
+
+def _error_record(message: str) -> dict[str, Any]:
+    return {"content": message, "is_error": True}
+
+
+def _encode(name: str, value: Any) -> tuple[dict[str, Any], ContextModifier | None]:
+    """The record of what the tool *name* returned: what the executor delivers of it,
+    and the return's context modifier (None when its return was refused).
+
+    Text as UTF-8 can carry it (a lone surrogate as U+FFFD, as the executor cleans
+    it), blocks as their API JSON (an opaque block's strings cleaned the same way);
+    a return the executor refuses (bytes, a dict, a ToolUseBlock...) is the error
+    result it gives, in its words; blocks that no model request can carry (a
+    ``datetime``, a set, NaN in an opaque block) are an error result too. Never
+    raises: whatever the tool returned, its outcome is recorded, so it does not run
+    again (a tool that returned is never re-run).
+    """
+    read = read_return(value)
+    if read is None:
+        return _error_record(
+            f"Error: {name} returned {_describe_return(value)}, expected a str, a list of"
+            " text / image / document / search_result blocks, or a ToolOutput"
+        ), None
+    content, is_error, modifier = read
+    if isinstance(content, str):
+        return {"content": clean_text(content), "is_error": bool(is_error)}, modifier
+    try:
+        blocks = [clean_json(b.to_api()) for b in content]
+        # What the model request needs of the blocks (httpx's encoding of the body).
+        json.dumps(blocks, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        for block in blocks:  # and what a re-run reads back (an opaque "text" block...)
+            block_from_api(block)
+    except Exception as exc:  # TypeError, ValueError (NaN), RecursionError...
+        return _error_record(
+            f"Error: {name} returned a result that cannot be sent to the model"
+            f" ({type(exc).__name__}: {_said(exc)})"
+        ), None
+    return {"content": blocks, "is_error": bool(is_error)}, modifier
+
+
+def _said(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:
+        return "(its message cannot be shown)"
+    return clean_text(text[:300])
+
+
+def _delivered(record: Mapping[str, Any], modifier: ContextModifier | None) -> ToolOutput:
+    """What the journaled tool hands the executor: its record, decoded (a re-run
+    answered from the record gets the same), with the return's context modifier."""
+    output = _decode(record)
+    return output if modifier is None else attrs.evolve(output, context_modifier=modifier)
 
 
 def _decode(record: Mapping[str, Any]) -> ToolOutput:
@@ -206,8 +285,9 @@ class TurnJournal:
                 value = await run(input, ctx)
             finally:
                 _SCOPE.reset(token)
-            await self._record(key, _encode(value))
-            return value
+            record, modifier = _encode(tool.name, value)
+            await self._record(key, record)
+            return _delivered(record, modifier)
 
         return journaled
 

@@ -182,7 +182,24 @@ def _tune_connection(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """*value* as JSON text any database can store: UTF-8 as is, unless it holds a
+    lone surrogate (a string decoded with ``surrogateescape``, an opaque block read
+    from the API's ``"\\ud800"``), which UTF-8 cannot carry: then escaped, every
+    non-ASCII character as ``\\uXXXX`` (lossless: read back, it is the same).
+
+    Raises:
+        DurableError: *value* is not JSON (a ``datetime``, a set...).
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise DurableError(f"cannot store a value that is not JSON: {exc}") from exc
+    return text
 
 
 @final
@@ -315,10 +332,12 @@ class SqlSessionStore:
         summary: Mapping[str, Any],
         pending: PendingApprovals | None = None,
         owner: str | None = None,
+        replace: bool = False,
     ) -> dict[str, Any]:
         """Append a turn's *messages* and record its *summary*, all or nothing;
         *pending* (the calls the turn left awaiting approval) replaces the
-        session's.
+        session's. With *replace*, *messages* is the session's whole new history (a
+        turn that compacted it): it replaces the stored one, in the same transaction.
 
         Returns the summary recorded: *summary*, or the first one if *turn_id* was
         already committed (a turn re-run after its commit appends nothing).
@@ -338,6 +357,8 @@ class SqlSessionStore:
                 return recorded
             if owner is not None:  # fenced: the rollback takes the summary back
                 self._check_owner(conn, turn_id, owner)
+            if replace:
+                conn.execute(_MESSAGES.delete().where(_MESSAGES.c.session_id == session_id))
             self._insert(conn, session_id, turn_id, messages)
             conn.execute(_PENDING.delete().where(_PENDING.c.session_id == session_id))
             if pending is not None:
@@ -409,7 +430,10 @@ class SqlSessionStore:
         """
         if not records:
             return
-        rows = [{"turn_id": turn_id, "key": k, "value": _dumps(v)} for k, v in records]
+        try:
+            rows = [{"turn_id": turn_id, "key": k, "value": _dumps(v)} for k, v in records]
+        except DurableError as exc:
+            raise DurableError(f"cannot record in the journal of turn {turn_id}: {exc}") from exc
         with _db(f"record in the journal of turn {turn_id}"), self.engine.begin() as conn:
             conn.execute(self._insert_new(_JOURNAL), rows)
 

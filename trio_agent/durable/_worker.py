@@ -240,7 +240,11 @@ class _Worker:
             logger.warning("turn %s ended by %r", turn_id, exc)
             raised = exc
         self.turns_run += 1
-        new = session.messages[len(history) :]
+        final = session.messages
+        replace = not _extends(final, history)
+        # A turn that compacted the history (or otherwise rewrote it) commits the whole
+        # new one; its summary counts the messages the old history did not hold.
+        new = final[len(history) :] if not replace else _not_in(final, history)
         summary = _summary(turn_id, session_id, end, new, journal.replayed_tools, raised)
         left = session.pending_approvals
         with self._shield():  # the turn is done: its commit must land
@@ -254,9 +258,25 @@ class _Worker:
                 summary,
                 left,
                 owner,
+                replace,
                 abandon_on_cancel=True,  # only a lost database cancels it
             )
         return summary
+
+
+def _extends(messages: Sequence[Message], history: Sequence[Message]) -> bool:
+    """Whether *messages* begins with *history* (the turn appended to it; the same
+    objects, unless something replaced them)."""
+    return len(messages) >= len(history) and all(
+        a is b or a == b for a, b in zip(messages, history, strict=False)
+    )
+
+
+def _not_in(messages: Sequence[Message], history: Sequence[Message]) -> list[Message]:
+    """The messages of *messages* that *history* does not hold (by identity: a
+    compacted history keeps the messages it kept)."""
+    old = {id(m) for m in history}
+    return [m for m in messages if id(m) not in old]
 
 
 def _tracing() -> bool:

@@ -115,6 +115,16 @@ class RecordWriter:
             except DurableError as exc:
                 self.error = exc
                 return
+            except Exception as exc:
+                # Anything else (a driver's bare error on a value it cannot write) is
+                # this turn's failure too, raised at its next flush: never out of this
+                # task, which runs in the worker's nursery, beside every other turn.
+                self.error = DurableError(
+                    f"cannot record in the journal of turn {self.turn_id}:"
+                    f" {type(exc).__name__}: {_said(exc)}"
+                )
+                self.error.__cause__ = exc
+                return
             except BaseException:
                 # Cancelled before or while the thread wrote: the batch is still owed
                 # (the stopping worker's last flush writes it; a write that did land
@@ -127,3 +137,12 @@ class RecordWriter:
                 self._batch_done = trio.Event()
             self.batches += 1
             self.written += len(batch)
+
+
+def _said(exc: BaseException) -> str:
+    """``str(exc)``, at most 300 characters, even when its ``__str__`` raises."""
+    try:
+        text = str(exc)
+    except Exception:
+        return "(its message cannot be shown)"
+    return text[:300].encode("utf-8", "replace").decode("utf-8")

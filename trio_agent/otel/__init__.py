@@ -20,6 +20,12 @@ is an ``execute_tool`` span whose child is the subagent's own ``invoke_agent``
 span, its ``chat`` and ``execute_tool`` spans under it. Without ``opentelemetry-api`` nothing is
 imported and :func:`traced_submit` is ``session.submit``.
 
+Tracing is observation only: every OpenTelemetry call made here (getting the tracer,
+starting a span, its attributes, events and status, ending it) goes through one
+guard (:mod:`._guard`); what a span processor, an exporter or a tracer raises is
+logged once per kind (logger ``trio_agent.otel``) and the turn goes on as if
+untraced. A span that cannot be started is a non-recording one.
+
 Example::
 
     async with trio_agent.otel.traced_submit(session, "Fix it", conversation_id="s1") as events:
@@ -50,10 +56,11 @@ from .. import (
 from .._models import price_provider
 from .._subagent import SubagentRunner
 from ._client import traced_client
+from ._guard import GuardedSpan, get_tracer, start_span
 from ._spans import MAX_STATUS_CHARS, Turn, attributes_of, bounded, error, trace_api, usage
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span, TracerProvider
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["ENABLED", "traced_submit"]
 
@@ -89,7 +96,7 @@ async def traced_submit(
         async with session.submit(prompt, approvals=approvals) as events:
             yield events
         return
-    tracer = trace_api.get_tracer("trio_agent", tracer_provider=tracer_provider)
+    tracer = get_tracer(tracer_provider)
     client, tools = session.client, session.tools
     provider = price_provider(client) or _PROVIDER
     attributes: dict[str, Any] = {
@@ -100,10 +107,7 @@ async def traced_submit(
     }
     if conversation_id is not None:
         attributes["gen_ai.conversation.id"] = conversation_id
-    span = tracer.start_span(
-        bounded(f"invoke_agent {agent_name}"),
-        attributes=attributes_of(attributes),
-    )
+    span = start_span(tracer, bounded(f"invoke_agent {agent_name}"), attributes_of(attributes))
     turn = Turn(tracer, span)
     session.client = traced_client(client, turn, provider)
     session.tools = [attrs.evolve(t, run=_traced_tool(turn, t, client, provider)) for t in tools]
@@ -160,7 +164,7 @@ def _traced_tool(turn: Turn, tool: Tool, client: Any, provider: str) -> Any:
 
 async def _traced_subagent(
     turn: Turn,
-    call_span: Span,
+    call_span: GuardedSpan,
     run: SubagentRunner,
     input: Mapping[str, Any],
     ctx: ToolContext,
@@ -169,13 +173,12 @@ async def _traced_subagent(
 ) -> Any:
     """The subagent's call with its turn under an ``invoke_agent`` span, child of the
     call's ``execute_tool`` span *call_span*."""
-    assert trace_api is not None
     parent = ctx.turn
     model = run.model if run.model is not None else (parent.model if parent else "")
-    span = turn.tracer.start_span(
+    span = start_span(
+        turn.tracer,
         bounded(f"invoke_agent {run.name}"),
-        context=trace_api.set_span_in_context(call_span),
-        attributes=attributes_of(
+        attributes_of(
             {
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.provider.name": provider,
@@ -183,6 +186,7 @@ async def _traced_subagent(
                 "gen_ai.request.model": model,
             }
         ),
+        call_span,
     )
     child = Turn(turn.tracer, span)
     try:
@@ -220,7 +224,7 @@ async def _observed(
         yield event
 
 
-def _turn_end(span: Span, end: TurnEnd) -> None:
+def _turn_end(span: GuardedSpan, end: TurnEnd) -> None:
     assert trace_api is not None
     usage(span, end.usage)
     span.set_attribute("trio_agent.turn.end_reason", str(end.reason))

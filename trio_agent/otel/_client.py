@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, Callable
-from typing import TYPE_CHECKING, Any, Unpack, final
+from typing import Any, Unpack, final
 
 import attrs
 import trio
@@ -27,10 +27,8 @@ from .._model import (
     StreamArguments,
 )
 from ..lowlevel import StreamItem, StreamResult
+from ._guard import GuardedSpan
 from ._spans import Turn, answer, bounded, error, safe_str
-
-if TYPE_CHECKING:
-    from opentelemetry.trace import Span
 
 __all__ = ["traced_client"]
 
@@ -115,7 +113,9 @@ class _TracedRecoverableClient:
         return result
 
 
-def _chat_span(turn: Turn, provider: str, request: StreamArguments, *, streaming: bool) -> Span:
+def _chat_span(
+    turn: Turn, provider: str, request: StreamArguments, *, streaming: bool
+) -> GuardedSpan:
     model = safe_str(request["model"])
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
@@ -127,7 +127,7 @@ def _chat_span(turn: Turn, provider: str, request: StreamArguments, *, streaming
     return turn.child(f"chat {model}", attributes)
 
 
-def _observer(span: Span, on_retry: RetryObserver | None) -> RetryObserver | None:
+def _observer(span: GuardedSpan, on_retry: RetryObserver | None) -> RetryObserver | None:
     """*on_retry*, noting each retry the client asks about on *span* (and whether the
     observer let it happen)."""
     if on_retry is None:

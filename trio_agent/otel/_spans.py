@@ -20,9 +20,10 @@ import attrs
 import trio
 
 from .. import AssistantMessage, Usage
+from ._guard import GuardedSpan, start_span
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span, Tracer
+    from opentelemetry.trace import Tracer
 
 try:
     from opentelemetry import trace as _trace
@@ -90,16 +91,12 @@ class Turn:
     """The turn's span, and how its children are started under it."""
 
     tracer: Tracer
-    span: Span
+    span: GuardedSpan
 
-    def child(self, name: str, attributes: Mapping[str, Any]) -> Span:
+    def child(self, name: str, attributes: Mapping[str, Any]) -> GuardedSpan:
         # Explicitly under the turn: Trio copies the spawning task's context, so a
         # tool started while the answer streams would otherwise hang under the call.
-        assert _trace is not None
-        parent = _trace.set_span_in_context(self.span)
-        return self.tracer.start_span(
-            bounded(name), context=parent, attributes=attributes_of(attributes)
-        )
+        return start_span(self.tracer, bounded(name), attributes_of(attributes), self.span)
 
 
 def attributes_of(attributes: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,7 +111,7 @@ def attributes_of(attributes: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def error(span: Span, exc: BaseException) -> None:
+def error(span: GuardedSpan, exc: BaseException) -> None:
     """Mark *span* as failed by *exc* (a cancellation says its reason)."""
     assert _trace is not None
     if isinstance(exc, trio.Cancelled):
@@ -150,7 +147,7 @@ def _stacktrace(exc: BaseException, kind: str, message: str) -> str:
     return f"Traceback (most recent call last):\n{frames}{kind}: {bounded(message, 1000)}\n"
 
 
-def answer(span: Span, message: AssistantMessage) -> None:
+def answer(span: GuardedSpan, message: AssistantMessage) -> None:
     """The response attributes of a model call's answer."""
     span.set_attribute("gen_ai.response.id", bounded(message.id))
     span.set_attribute("gen_ai.response.model", bounded(message.model))
@@ -159,7 +156,7 @@ def answer(span: Span, message: AssistantMessage) -> None:
     usage(span, message.usage)
 
 
-def usage(span: Span, usage: Usage) -> None:
+def usage(span: GuardedSpan, usage: Usage) -> None:
     """The GenAI conventions' usage names; the cache counts only when the API sent them."""
     span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
     span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
