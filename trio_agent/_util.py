@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import sys
 import types
 import typing
 import warnings
 from collections.abc import Mapping
 
-__all__ = ["deprecate_attributes", "fixup_module_metadata"]
+__all__ = ["deprecate_attributes", "finite", "fixup_module_metadata"]
 
 _PACKAGE = "trio_agent"
 
@@ -142,3 +143,15 @@ def require_extra(face: str, extra: str, *modules: str) -> None:
                 f"pip install 'trio-agent[{extra}]'",
                 name=exc.name,
             ) from exc
+
+
+def finite(value: object) -> float | None:
+    """*value* as a finite float, or None: not a number, a bool, NaN, an infinity, or
+    an integer past a float's range (JSON has no limit: ``10**400`` is valid JSON)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-import time
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -69,7 +69,7 @@ class Handler(BaseHTTPRequestHandler):
         token = (params.get("_meta") or {}).get("progressToken")
         if MODE == "hang" and (params.get("arguments") or {}).get("hang"):
             print("hung", flush=True)
-            time.sleep(3600)
+            threading.Event().wait()  # hangs until the process is killed
         elif MODE == "items":
             self.body(200, ok({"content": [{"type": "text", "text": "i"}] * COUNT}))
         elif MODE == "huge":

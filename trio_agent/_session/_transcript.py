@@ -47,7 +47,6 @@ corrupt line anywhere else is a :class:`TranscriptError` naming the line.
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -69,6 +68,7 @@ from .._messages import (
     json_depth,
     message_from_api,
 )
+from .._util import finite
 
 __all__ = [
     "INTERRUPTED_TOOL_MESSAGE",
@@ -262,14 +262,14 @@ def _read_subagent(record: Mapping[str, Any], lineno: int, raw: bytes) -> Subage
     ):
         raise TranscriptError(f"line {lineno}: a bad subagent record: {excerpt(raw)}")
     cost = record.get("cost_usd")
-    if cost is not None and _finite(cost) is None:
+    if cost is not None and finite(cost) is None:
         raise TranscriptError(f"line {lineno}: a bad subagent record: cost_usd {cost!r:.40}")
     try:
         reason = TurnEndReason(record.get("reason"))
         spent = Usage.from_api(cast("Mapping[str, Any]", usage))
     except (TrioAgentError, TypeError, ValueError) as exc:
         raise TranscriptError(f"line {lineno}: a bad subagent record: {exc}") from exc
-    spent = attrs.evolve(spent, cost_usd=None if cost is None else _finite(cost))
+    spent = attrs.evolve(spent, cost_usd=None if cost is None else finite(cost))
     end = TurnEnd(
         reason=reason,
         usage=spent,
@@ -285,22 +285,10 @@ def _read_subagent(record: Mapping[str, Any], lineno: int, raw: bytes) -> Subage
     return SubagentTurn(agent, tool_use_id, end)
 
 
-def _finite(value: object) -> float | None:
-    """*value* as a finite float, or None: not a number, a bool, NaN, an infinity, or
-    an integer past a float's range (JSON has no limit: ``10**400`` is valid JSON)."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _is_time(value: object, *, optional: bool = False) -> bool:
     if value is None:
         return optional
-    return _finite(value) is not None
+    return finite(value) is not None
 
 
 def _all(items: object, check: Callable[[Mapping[str, Any]], bool]) -> bool:

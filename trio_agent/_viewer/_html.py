@@ -14,7 +14,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final, cast
 
-from ._sources import Item, SessionView, finite
+from .._util import finite
+from ._sources import Item, SessionView
 
 __all__ = ["esc", "list_page", "session_page", "timeline_svg"]
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import stat as stat_module
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,6 +43,7 @@ import attrs
 
 from .._messages import Usage
 from .._models import cost_usd
+from .._util import finite
 
 __all__ = [
     "DatabaseSource",
@@ -66,18 +66,6 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_FILE_BYTES = 512 * 1024 * 1024
 #: The largest token count taken as one (a larger one, or a negative one, is noted).
 _MAX_TOKENS: Final = 2**63
-
-
-def finite(value: object) -> float | None:
-    """*value* as a finite float, or None: not a number, a bool, NaN, an infinity, or
-    an integer past a float's range (``10**400`` is valid JSON)."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def _is_number(value: object) -> bool:
