@@ -18,12 +18,14 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
+from typing import Final
 
 import dbos  # noqa: F401  (the durable extra is part of the test extra: missing is a failure)
 import pytest
 import trio
 
 from trio_agent import TextBlock, ToolUseBlock
+from trio_agent.durable import DurableClient, TurnHandle, TurnSummary
 from trio_agent.testing import (
     Faults,
     ScriptedAnswer,
@@ -159,23 +161,61 @@ def workers(tmp_path: pathlib.Path, model_url: str) -> Iterator[Workers]:
         w.close()
 
 
-async def wait_for(predicate, what: str, workers: Workers | None = None) -> None:
-    """Poll *predicate* until true; fail (with the workers' logs) if a worker died first."""
-    while not predicate():
-        if workers is not None:
-            for proc in workers.procs:
-                if proc.poll() not in (None, -signal.SIGKILL):
-                    pytest.fail(
-                        f"a worker exited ({proc.returncode}) waiting for {what}:\n"
-                        + workers.logs()
-                    )
-        await trio.sleep(0.02)
+#: Seconds a wait on worker processes may take before the test fails, saying where it
+#: stood: a bound against a hang (far beyond any run's time), not a timing. Under
+#: pytest-timeout's own bound, whose signal lands in Trio's loop and leaves the run
+#: broken for the tests after it.
+HANG: Final = 200.0
+
+
+async def wait_for(
+    predicate, what: str, workers: Workers | None = None, *, bound: float = HANG
+) -> None:
+    """Poll *predicate* until true; fail (with the workers' logs) if a worker died
+    first, or after *bound* seconds."""
+    with trio.move_on_after(bound) as scope:
+        while not predicate():
+            if workers is not None:
+                for proc in workers.procs:
+                    if proc.poll() not in (None, -signal.SIGKILL):
+                        pytest.fail(
+                            f"a worker exited ({proc.returncode}) waiting for {what}:\n"
+                            + workers.logs()
+                        )
+            await trio.sleep(0.02)
+    if scope.cancelled_caught:
+        logs = "" if workers is None else "\n" + workers.logs()
+        pytest.fail(f"still waiting for {what} after {bound:g} s{logs}")
 
 
 @pytest.fixture(name="wait_for")
 def wait_for_fixture():
     """:func:`wait_for`, for test modules (which never import conftest)."""
     return wait_for
+
+
+async def wait_all(
+    client: DurableClient, handles: list[TurnHandle], workers: Workers, *, bound: float = HANG
+) -> list[TurnSummary]:
+    """Each turn's summary, in order; past *bound* seconds the test fails, with the
+    status of each turn not done, the workers' heartbeats and their logs."""
+    summaries: list[TurnSummary] = []
+    with trio.move_on_after(bound) as scope:
+        for handle in handles:
+            summaries.append(await handle.wait())
+    if scope.cancelled_caught:
+        left = {h.turn_id: h.status() for h in handles[len(summaries) :]}
+        beats = client.store.workers()
+        pytest.fail(
+            f"turns not done after {bound:g} s: {left}\nheartbeats: {beats}\n{workers.logs()}"
+        )
+    return summaries
+
+
+@pytest.fixture(name="wait_all")
+def wait_all_fixture():
+    """:func:`wait_all`, for test modules."""
+    return wait_all
 
 
 def _postgres_bin() -> pathlib.Path | None:

@@ -23,7 +23,7 @@ def _gates(directory: pathlib.Path, session: str) -> list[pathlib.Path]:
 
 
 async def test_kill9_mid_turn_then_restart_resumes_without_rerunning_recorded_tools(
-    tmp_path: pathlib.Path, workers: Workers, wait_for
+    tmp_path: pathlib.Path, workers: Workers, wait_for, wait_all
 ) -> None:
     url = f"sqlite:///{tmp_path / 'agents.sqlite'}"
     client = await trio.to_thread.run_sync(lambda: DurableClient.connect(url, agent="durable-test"))
@@ -38,7 +38,7 @@ async def test_kill9_mid_turn_then_restart_resumes_without_rerunning_recorded_to
 
         (tmp_path / "hold").unlink()
         workers.start(url, executor_id="w1")
-        summaries = [await h.wait() for h in handles]
+        summaries = await wait_all(client, handles, workers)
     finally:
         client.close()
 

@@ -39,6 +39,7 @@ async def test_two_workers_share_a_queue_and_survive_a_kill(
     tmp_path: pathlib.Path,
     workers: Workers,
     wait_for,
+    wait_all,
     postgres_url: str,
     sessions: int,
 ) -> None:
@@ -63,7 +64,7 @@ async def test_two_workers_share_a_queue_and_survive_a_kill(
         workers.kill9(first)
         (tmp_path / "hold").unlink()
         workers.start(postgres_url, executor_id="pg-w1", concurrency=CONCURRENCY)
-        summaries = [await h.wait() for h in handles]
+        summaries = await wait_all(client, handles, workers)
     finally:
         client.close()
 

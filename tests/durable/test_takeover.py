@@ -19,7 +19,7 @@ import time
 import pytest
 import trio
 
-from trio_agent.durable import DurableClient, TurnHandle, TurnSummary
+from trio_agent.durable import DurableClient
 
 LEASE = 2.0
 CONCURRENCY = 4
@@ -27,17 +27,6 @@ CONCURRENCY = 4
 
 def _gate_pids(directory: pathlib.Path) -> list[int]:
     return [int(p.name.rsplit("-", 1)[1]) for p in directory.glob("gate-*")]
-
-
-async def _wait_all(handles: list[TurnHandle], bound: float, workers: Workers) -> list[TurnSummary]:
-    summaries: list[TurnSummary] = []
-    with trio.move_on_after(bound) as scope:
-        for handle in handles:
-            summaries.append(await handle.wait())
-    if scope.cancelled_caught:
-        left = {h.turn_id: h.status() for h in handles[len(summaries) :]}
-        pytest.fail(f"turns not done {bound:g} s after the kill: {left}\n{workers.logs()}")
-    return summaries
 
 
 @pytest.mark.parametrize(
@@ -51,6 +40,7 @@ async def test_a_worker_killed_for_good_has_its_turns_taken_over(
     tmp_path: pathlib.Path,
     workers: Workers,
     wait_for,
+    wait_all,
     request: pytest.FixtureRequest,
     backend: str,
     survivors: int,
@@ -84,7 +74,7 @@ async def test_a_worker_killed_for_good_has_its_turns_taken_over(
         workers.kill9(doomed)  # never restarted
         killed_at = time.monotonic()
         (tmp_path / "hold").unlink()
-        summaries = await _wait_all(handles, LEASE + 30, workers)
+        summaries = await wait_all(client, handles, workers, bound=LEASE + 30)
         took = time.monotonic() - killed_at
     finally:
         client.close()

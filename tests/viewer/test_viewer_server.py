@@ -328,8 +328,9 @@ def test_the_view_command_serves_until_interrupted(transcript: Path) -> None:
             assert "hello" in page.text
         finally:
             process.send_signal(signal.SIGINT)
-            status = process.wait(timeout=60)
-    assert status == 130
+            _, said = process.communicate(timeout=60)
+    assert process.returncode == 130, said
+    assert said == "trio-agent: interrupted\n"
 
 
 def test_the_view_command_refuses_a_bad_port(capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,6 +9,7 @@ Ctrl+C. Needs the ``view`` extra (hypercorn).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Any, TextIO
 
@@ -60,25 +61,37 @@ async def _view(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     database = DatabaseSource(args.database_url) if args.database_url else None
     library = Library(args.paths or ["."], database)
+    interrupted = False
     try:
-        async with trio.open_nursery() as nursery:
-            try:
-                url: str = await nursery.start(_serve, serve_viewer, library, args.port)
-            except OSError as exc:
-                err.write(
-                    f"trio-agent: error: cannot listen on 127.0.0.1:{args.port}:"
-                    f" {exc.strerror or exc} (--port 0 takes any free port)\n"
-                )
-                return 1
-            out.write(f"trio-agent view: {url}/ (Ctrl+C to stop)\n")
-            out.flush()
-            if not args.no_open and sys.stdout.isatty():
-                import webbrowser
+        # Ctrl+C is taken here, not raised wherever it lands: hypercorn swallows a
+        # KeyboardInterrupt raised in one of its own tasks, and its server just ends.
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            async with trio.open_nursery() as nursery:
+                try:
+                    url: str = await nursery.start(_serve, serve_viewer, library, args.port)
+                except OSError as exc:
+                    err.write(
+                        f"trio-agent: error: cannot listen on 127.0.0.1:{args.port}:"
+                        f" {exc.strerror or exc} (--port 0 takes any free port)\n"
+                    )
+                    return 1
+                out.write(f"trio-agent view: {url}/ (Ctrl+C to stop)\n")
+                out.flush()
+                if not args.no_open and sys.stdout.isatty():
+                    import webbrowser
 
-                await trio.to_thread.run_sync(webbrowser.open, f"{url}/", abandon_on_cancel=True)
+                    await trio.to_thread.run_sync(
+                        webbrowser.open, f"{url}/", abandon_on_cancel=True
+                    )
+                async for _ in signals:
+                    interrupted = True
+                    nursery.cancel_scope.cancel(reason="Ctrl+C")
+                    break
     finally:
         if database is not None:
             database.close()
+    if interrupted:
+        raise KeyboardInterrupt  # said, with exit status 130, as by every command
     return 0
 
 
