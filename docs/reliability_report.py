@@ -534,6 +534,26 @@ ROWS: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
+        "O2",
+        "a span processor or tracer that raises at any call changes nothing of a turn, "
+        "plain or durable",
+        ["tests/otel/test_otel_audit.py"],
+    ),
+    (
+        "S16",
+        "WebFetch: every special-purpose address of IANA's registries refused in every "
+        "embedding, and never connected; decompression bounded, stacked encodings refused; "
+        "one deadline over every hop; any URL or redirect Location gives a result",
+        ["tests/tools/test_webfetch_audit.py"],
+    ),
+    (
+        "D2",
+        "durable under hostile returns: any tool return journaled as a plain Session "
+        "delivers it, never re-run after a restart; a failed journal write fails only its "
+        "turn; a compacted turn commits its new history",
+        ["tests/durable/test_durable_audit.py"],
+    ),
+    (
         "A1",
         "a subagent's call cut at any event of its child (abort, interrupt, the consumer "
         "leaving), by a sibling's error or its timeout: every tool_use of every level "

@@ -14,7 +14,9 @@ lease (:mod:`._takeover`). DBOS is one per process, so a process runs one worker
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import functools
 import logging
 import math
 import threading
@@ -442,14 +444,22 @@ def wake_queue(database_url: str) -> None:
 @final
 @attrs.define(eq=False)
 class _Waker:
-    """A thread that runs one pass of DBOS's dequeue of :data:`QUEUE` when woken.
+    """The thread that dequeues this worker's turns from :data:`QUEUE`: one pass every
+    :data:`_POLL` seconds, and one at once when a submitter in this process wakes it.
 
-    The pass is the one DBOS's queue thread runs for a queue partitioned one turn at
-    a time (``start_queued_partitioned_workflows``, then each claimed workflow
-    started): the claim is the same atomic ``ENQUEUED -> PENDING`` update, so a pass
-    here and the queue thread's own never both run a turn. Private DBOS functions:
-    if a DBOS release changes them, the pass fails (logged once) and the queue's own
-    poll still starts every turn.
+    DBOS's own queue thread does not serve :data:`QUEUE` (``DBOS.listen_queues``): its
+    budget is the queue's ``worker_concurrency``, which DBOS keeps in the database,
+    shared by every worker and overwritten by the last one to start. A worker started
+    with ``--concurrency 4`` after one with 100 then claimed up to 100 turns, ran 4,
+    and kept the others from every other worker. Here the budget is this worker's own
+    *concurrency*, less the turns it claimed that have not ended (counted here at the
+    claim: DBOS counts a turn only once a thread of its pool runs it).
+
+    A pass is the one DBOS's queue thread runs for a queue partitioned one turn at a
+    time (``start_queued_partitioned_workflows``, then each claimed workflow started):
+    the claim is the same atomic ``ENQUEUED -> PENDING`` update, so two workers never
+    both run a turn. Private DBOS functions: if a DBOS release changes them, every
+    pass fails, said once every 10 s.
     """
 
     url: str
@@ -460,45 +470,79 @@ class _Waker:
     #: Passes run, and turns they claimed (for tests and statistics).
     passes: int = 0
     dequeued: int = 0
-    _failed: bool = False
+    #: The turns this worker claimed that have not ended.
+    _claimed: set[str] = attrs.field(factory=set[str])
+    _lock: threading.Lock = attrs.field(factory=threading.Lock)
+    _failing: bool = False
+    _said_at: float = -math.inf
 
     def run(self) -> None:
         while True:
-            self.event.wait()
+            woken = self.event.wait(_POLL)
             self.event.clear()
             if self.stop:
                 return
             try:
-                self._dequeue()
-            except Exception as exc:  # the queue's poll takes over
-                if not self._failed:
-                    logger.warning("the worker's direct dequeue failed (the poll goes on): %r", exc)
-                    self._failed = True
+                # A pass a submitter asked for looks only at turns of this version
+                # (every DurableClient enqueues with it), not also unversioned ones,
+                # which need a read of the latest registered version; the polls do.
+                self._dequeue(latest=False if woken else None)
+            except Exception as exc:
+                now = time.monotonic()
+                if now - self._said_at >= 10.0:
+                    logger.warning("the worker cannot dequeue its turns: %r", exc)
+                    self._said_at = now
+                self._failing = True
+            else:
+                if self._failing:
+                    logger.warning("the worker dequeues its turns again")
+                    self._failing = False
 
-    def _dequeue(self) -> None:
+    def _dequeue(self, *, latest: bool | None) -> None:
         dbos = _get_dbos_instance()
         running = dbos._active_workflows_set.count_for_queue(QUEUE)  # pyright: ignore[reportPrivateUsage]
-        budget = self.concurrency - running
+        with self._lock:
+            budget = self.concurrency - max(running, len(self._claimed))
         if budget <= 0:
             return
         owner = generate_uuid()
         sys_db = dbos._sys_db  # pyright: ignore[reportPrivateUsage]
-        # Only turns of this version (every DurableClient enqueues with it): not also
-        # unversioned ones, which need a read of the latest registered version each
-        # pass; the queue's own poll still takes those.
         ids = sys_db.start_queued_partitioned_workflows(
             self.queue,
             GlobalParams.executor_id,
             GlobalParams.app_version,
             budget,
             owner_xid=owner,
-            is_latest_version=False,
+            is_latest_version=latest,
         )
         self.passes += 1
         self.dequeued += len(ids)
-        if ids:
-            for status in sys_db.get_workflow_statuses(ids):
-                execute_dequeued_workflow(dbos, status, owner)
+        if not ids:
+            return
+        with self._lock:
+            self._claimed.update(ids)
+        statuses = {s["workflow_uuid"]: s for s in sys_db.get_workflow_statuses(ids)}
+        for turn_id in ids:
+            try:
+                status = statuses.get(turn_id)
+                if status is None:
+                    raise DurableError(f"turn {turn_id} was claimed but has no status")
+                handle = execute_dequeued_workflow(dbos, status, owner)
+            except Exception:
+                self._release(turn_id)
+                raise
+            future: object = getattr(handle, "future", None)
+            if isinstance(future, concurrent.futures.Future):
+                future.add_done_callback(functools.partial(self._released, turn_id))
+            else:  # not started here (the row moved on since the claim)
+                self._release(turn_id)
+
+    def _released(self, turn_id: str, _: object) -> None:
+        self._release(turn_id)
+
+    def _release(self, turn_id: str) -> None:
+        with self._lock:
+            self._claimed.discard(turn_id)
 
 
 _waker: _Waker | None = None
@@ -566,7 +610,7 @@ async def open_worker(
     lost: DurableError | None = None
     waker: _Waker | None = None
     try:
-        queue = await trio.to_thread.run_sync(_launch, config, concurrency)
+        queue = await trio.to_thread.run_sync(_launch, config)
         waker = _Waker(url, queue, concurrency)
         threading.Thread(target=waker.run, name="trio-agent-waker", daemon=True).start()
         _waker = waker
@@ -589,6 +633,8 @@ async def open_worker(
                 try:
                     yield
                 finally:
+                    waker.stop = True  # claim no more turns: they would only wait here
+                    waker.event.set()
                     await _stop_turns(worker, lost=lost is not None)
                     nursery.cancel_scope.cancel(reason="the worker stops")
                 # Leaving the nursery: each turn's writer writes what is left (bounded).
@@ -636,18 +682,19 @@ def _recover(executor_id: str) -> int:
     return len(handles)
 
 
-def _launch(config: DBOSConfig, concurrency: int) -> Queue:
+def _launch(config: DBOSConfig) -> Queue:
     try:
         DBOS(config=config)
+        # This worker dequeues its turns itself, within its own concurrency (_Waker);
+        # DBOS's queue threads serve only DBOS's internal queues.
+        DBOS.listen_queues([])
         DBOS.launch()
         _quiet_dbos()
         tune_sqlite(_get_dbos_instance()._sys_db.engine)  # pyright: ignore[reportPrivateUsage]
+        # The queue's row: partitioned by session, one turn of a session at a time. No
+        # worker_concurrency there: the database's one number would be every worker's.
         return DBOS.register_queue(
-            QUEUE,
-            worker_concurrency=concurrency,
-            partition_concurrency=1,
-            polling_interval_sec=_POLL,
-            on_conflict="always_update",
+            QUEUE, partition_concurrency=1, polling_interval_sec=_POLL, on_conflict="always_update"
         )
     except Exception as exc:
         _destroy()
