@@ -15,7 +15,9 @@ from ._results import ExecutorStatistics as ExecutorStatistics
 from ._results import ToolFinished as ToolFinished
 from ._results import ToolProgress as ToolProgress
 from ._results import ToolResult as ToolResult
+from ._results import sendable_blocks as sendable_blocks
 from ._results import summarize_call as summarize_call
+from ._results import unsendable_message as unsendable_message
 
 __all__ = [
     "TOOL_TASK_PREFIX",
@@ -27,7 +29,9 @@ __all__ = [
     "ToolResult",
     "open_tool_executor",
     "read_return",
+    "sendable_blocks",
     "start_beside",
     "summarize_call",
     "take_ready",
+    "unsendable_message",
 ]

@@ -38,7 +38,9 @@ from ._results import (
     invalid_input_message,
     permission_error_message,
     raised_message,
+    sendable_blocks,
     summarize_call,
+    unsendable_message,
 )
 
 __all__ = [
@@ -300,6 +302,11 @@ async def post_tool(
     if read is None:
         return hook_failed(call, name, f"returned {_describe_return(value)}, not a tool result")
     content, is_error, _modifier = read
+    if not isinstance(content, str):
+        sendable = sendable_blocks(content)
+        if isinstance(sendable, str):
+            return hook_failed(call, name, f"returned a result that cannot be sent ({sendable})")
+        content = sendable
     tool = runnable.tool
     limit = tool.max_result_chars if tool.max_result_chars is not None else max_result_chars
     result = ToolResult(call.block.id, cap_content(content, limit), is_error=is_error, started=True)
@@ -327,6 +334,11 @@ def returned(
             failed=True,
         )
     content, is_error, modifier = read
+    if not isinstance(content, str):
+        sendable = sendable_blocks(content)
+        if isinstance(sendable, str):
+            return _error(call, unsendable_message(call.block.name, sendable), failed=True)
+        content = sendable
     limit = tool.max_result_chars if tool.max_result_chars is not None else max_result_chars
     content = cap_content(content, limit)
     result = ToolResult(call.block.id, content, is_error=is_error, started=True)

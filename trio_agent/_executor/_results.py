@@ -17,7 +17,15 @@ from typing import Any
 
 import attrs
 
-from .._messages import ContentBlock, TextBlock, ToolResultBlock, clean_text
+from .._exceptions import excerpt
+from .._messages import (
+    ContentBlock,
+    TextBlock,
+    ToolResultBlock,
+    block_from_api,
+    clean_json,
+    clean_text,
+)
 
 __all__ = [
     "AbortReason",
@@ -192,6 +200,34 @@ def bad_return_message(name: str, what: str) -> str:
         f"Error: {name} returned {what}, expected a str, a list of text / image / "
         "document / search_result blocks, or a ToolOutput"
     )
+
+
+def unsendable_message(name: str, problem: str) -> str:
+    """The error for a tool whose returned blocks no model request can carry
+    (*problem*: what encoding them raised)."""
+    return f"Error: {name} returned a result that cannot be sent to the model ({problem})"
+
+
+def sendable_blocks(blocks: Sequence[ContentBlock]) -> tuple[ContentBlock, ...] | str:
+    """*blocks* as a model request carries them, or what is wrong with them.
+
+    A block's lone surrogates become U+FFFD, as text's do (an opaque block's data is
+    rebuilt only when something needed cleaning). Blocks the request's JSON cannot
+    encode (a ``datetime`` or a set in an opaque block, NaN, nesting too deep) give
+    the error's description instead: the call is then answered with
+    :func:`unsendable_message`, and the turn goes on.
+    """
+    out: list[ContentBlock] = []
+    try:
+        for block in blocks:
+            data = block.to_api()
+            clean = clean_json(data)
+            # What the model request needs of it (httpx's encoding of the body).
+            json.dumps(clean, ensure_ascii=False, allow_nan=False)
+            out.append(block if clean is data else block_from_api(clean))
+    except Exception as exc:  # TypeError, ValueError (NaN), RecursionError...
+        return f"{type(exc).__name__}: {excerpt(describe(exc))}"
+    return tuple(out)
 
 
 def permission_error_message(name: str, exc: BaseException) -> str:

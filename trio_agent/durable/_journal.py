@@ -41,8 +41,8 @@ from .. import (
     ToolContext,
     ToolOutput,
 )
-from .._executor import read_return
-from .._messages import clean_json, clean_text
+from .._executor import read_return, sendable_blocks, unsendable_message
+from .._messages import clean_text
 from .._model import StreamArguments
 from .._retry import RetryPolicy
 from .._subagent import SubagentRunner
@@ -152,17 +152,16 @@ def _encode(name: str, value: Any) -> tuple[dict[str, Any], ContextModifier | No
     content, is_error, modifier = read
     if isinstance(content, str):
         return {"content": clean_text(content), "is_error": bool(is_error)}, modifier
+    # What the model request carries of the blocks: the executor's own check.
+    sendable = sendable_blocks(content)
+    if isinstance(sendable, str):
+        return _error_record(unsendable_message(name, sendable)), None
+    blocks = [b.to_api() for b in sendable]
     try:
-        blocks = [clean_json(b.to_api()) for b in content]
-        # What the model request needs of the blocks (httpx's encoding of the body).
-        json.dumps(blocks, ensure_ascii=False, allow_nan=False).encode("utf-8")
         for block in blocks:  # and what a re-run reads back (an opaque "text" block...)
             block_from_api(block)
-    except Exception as exc:  # TypeError, ValueError (NaN), RecursionError...
-        return _error_record(
-            f"Error: {name} returned a result that cannot be sent to the model"
-            f" ({type(exc).__name__}: {_said(exc)})"
-        ), None
+    except Exception as exc:
+        return _error_record(unsendable_message(name, f"{type(exc).__name__}: {_said(exc)}")), None
     return {"content": blocks, "is_error": bool(is_error)}, modifier
 
 

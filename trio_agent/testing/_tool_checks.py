@@ -8,7 +8,7 @@ from typing import Any, get_args
 
 import trio
 
-from .._executor import ToolResult, read_return
+from .._executor import ToolResult, read_return, sendable_blocks
 from .._messages import ContentBlock
 from .._permissions import Deny
 from ._checks import CallFacts, check, check_record
@@ -102,6 +102,12 @@ def _check_returned(where: str, outcome: Any, result: ToolResult) -> None:
         )
         return
     content, is_error, modifier = read
+    if not isinstance(content, str):
+        sendable = sendable_blocks(content)
+        if isinstance(sendable, str):  # blocks no request can carry: an error result
+            check(result.is_error, f"{where}: the tool returned unsendable blocks, yet no error")
+            return
+        content = sendable
     if modifier is not None:
         return  # a raising context modifier turns the result into an error
     check(

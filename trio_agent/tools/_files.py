@@ -73,18 +73,24 @@ def bounded_lines(text: io.TextIOBase, limit: int) -> Iterator[tuple[str, int]]:
         if not line.endswith("\n"):
             # The "\r" that ends a cut line (before its "\n", or the file's end) is
             # not counted as cut; cr: the cut part so far ends with "\r".
-            cr = False
+            cr = dropped = False
             while more := text.readline(_SKIP_CHUNK):
                 if more.endswith("\n"):
                     cut += len(more) - 1
                     if more.endswith("\r\n") or (more == "\n" and cr):
                         cut -= 1
+                        dropped = True
                     cr = False
                     break
                 cut += len(more)
                 cr = more.endswith("\r")
             if cr:
                 cut -= 1
+                dropped = True
+            if dropped and not cut:
+                # Only the line's ending "\r" was past the limit: the line is whole,
+                # and its "\r" is the caller's to drop (not the line's own last one).
+                line += "\r"
         yield line.removesuffix("\n"), cut
 
 
