@@ -121,11 +121,11 @@ def test_full_message_with_every_block_kind() -> None:
 
 def test_feed_returns_nothing_but_completions() -> None:
     acc = MessageAccumulator()
-    assert acc.feed(start()) == []
-    assert acc.feed(block_start(0, TEXT)) == []
-    assert acc.feed(delta(0, type="text_delta", text="a")) == []
-    assert acc.feed(stop(0)) == [TextBlock("a")]
-    assert acc.feed(message_delta()) == []
+    assert acc.feed(start()) == ()
+    assert acc.feed(block_start(0, TEXT)) == ()
+    assert acc.feed(delta(0, type="text_delta", text="a")) == ()
+    assert acc.feed(stop(0)) == (TextBlock("a"),)
+    assert acc.feed(message_delta()) == ()
 
 
 def test_text_starts_empty_and_grows_only_by_deltas() -> None:
@@ -444,4 +444,4 @@ def test_snapshot_of_an_open_tool_use_whose_start_had_no_input() -> None:
     assert acc.message.content == (ToolUseBlock("t1", "Read", {}),)
     acc.feed(delta(0, type="input_json_delta", partial_json='{"a": 1}'))
     assert acc.message.content == (ToolUseBlock("t1", "Read", {}),)
-    assert acc.feed(stop(0)) == [ToolUseBlock("t1", "Read", {"a": 1})]
+    assert acc.feed(stop(0)) == (ToolUseBlock("t1", "Read", {"a": 1}),)

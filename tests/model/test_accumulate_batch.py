@@ -76,11 +76,11 @@ def batched(events: Sequence[Any], limits: StreamLimits, cuts: list[int]) -> Any
         position = 0
         while (after := acc.feed_deltas(batch, position)) < len(batch):
             taken += after - position
-            outcomes += [("ok", [])] * (after - position)
+            outcomes += [("ok", ())] * (after - position)
             outcomes.append(outcome(acc, batch[after]))
             position = after + 1
         taken += after - position
-        outcomes += [("ok", [])] * (after - position)
+        outcomes += [("ok", ())] * (after - position)
     return (outcomes, states, state(acc)), taken
 
 
@@ -215,7 +215,7 @@ def test_feed_deltas_leaves_the_tool_input_limit_to_feed() -> None:
     assert acc.feed_deltas(events) == 2  # 12 // 4 characters are certainly within
     for event in events[2:]:
         assert acc.feed_deltas([event]) == 0
-        assert acc.feed(event) == []
+        assert acc.feed(event) == ()
     with pytest.raises(StreamLimitError, match="max_tool_input_bytes=12"):
         acc.feed(delta(0, type="input_json_delta", partial_json=" "))
     (block,) = acc.feed(stop(0))
@@ -240,7 +240,7 @@ def test_reading_the_message_between_deltas_keeps_feeding_the_open_block() -> No
         acc.feed_deltas([delta(0, type="text_delta", text=part.upper())])
         seen.append(acc.message.text)
     assert seen == ["aA", "aAbB", "aAbBcC"]
-    assert feed(stop(0)) == [TextBlock("aAbBcC")]
+    assert feed(stop(0)) == (TextBlock("aAbBcC"),)
     assert acc.statistics().events == 9
 
 
@@ -266,7 +266,7 @@ def test_feed_holds_no_reference_cycle() -> None:
         acc_ref, feed_ref = weakref.ref(acc), weakref.ref(feed)
         del acc
         assert acc_ref() is None
-        assert feed(delta(0, type="text_delta", text="b")) == []
-        assert feed(stop(0)) == [TextBlock("ab")]
+        assert feed(delta(0, type="text_delta", text="b")) == ()
+        assert feed(stop(0)) == (TextBlock("ab"),)
         del feed
         assert feed_ref() is None

@@ -147,7 +147,7 @@ def test_an_odd_delta_on_the_hot_path_is_a_typed_error(bad_delta: Any) -> None:
     acc.feed(delta(0, type="text_delta", text="a"))
     with pytest.raises(StreamProtocolError):
         acc.feed({"type": "content_block_delta", "index": 0, "delta": bad_delta})
-    assert acc.feed(delta(0, type="text_delta", text="b")) == []
+    assert acc.feed(delta(0, type="text_delta", text="b")) == ()
     assert acc.message.content == (TextBlock("ab"),)
 
 
@@ -162,7 +162,7 @@ def test_a_mapping_that_raises_takes_the_general_path(key: str) -> None:
     with pytest.raises(StreamProtocolError):
         acc.feed(event)
     assert event.lookups >= 1  # the hot path (or the general one) did look
-    assert acc.feed(delta(0, type="text_delta", text="b")) == []
+    assert acc.feed(delta(0, type="text_delta", text="b")) == ()
     assert acc.message.content == (TextBlock("b"),)
 
 

@@ -56,7 +56,7 @@ class AccumulatorMachine(RuleBasedStateMachine):
     @rule()
     def message_start(self) -> None:
         answer = ScriptedAnswer(blocks=[], message_id="msg", model="m", usage=Usage(3, 1))
-        assert self.feed(answer.events()[0]) == []  # the scripted model's message_start
+        assert self.feed(answer.events()[0]) == ()  # the scripted model's message_start
         self.started = True
 
     @precondition(lambda self: self.started and not self.stopped)
@@ -71,7 +71,7 @@ class AccumulatorMachine(RuleBasedStateMachine):
         else:
             block.update(id=f"toolu_{index}", name="tool", input={})
         assert (
-            self.feed({"type": "content_block_start", "index": index, "content_block": block}) == []
+            self.feed({"type": "content_block_start", "index": index, "content_block": block}) == ()
         )
         self.blocks.append(
             {"kind": kind, "parts": [], "signature": "", "stopped": False, "input": None}
@@ -87,7 +87,7 @@ class AccumulatorMachine(RuleBasedStateMachine):
             if kind == "text"
             else {"type": "thinking_delta", "thinking": text}
         )
-        assert self.feed({"type": "content_block_delta", "index": index, "delta": delta}) == []
+        assert self.feed({"type": "content_block_delta", "index": index, "delta": delta}) == ()
         self.blocks[index]["parts"].append(text)
 
     @precondition(lambda self: bool(self.open_blocks("thinking")))
@@ -137,7 +137,7 @@ class AccumulatorMachine(RuleBasedStateMachine):
             "delta": {"stop_reason": reason},
             "usage": {"output_tokens": tokens},
         }
-        assert self.feed(event) == []
+        assert self.feed(event) == ()
         self.stop_reason, self.output_tokens = reason, tokens
 
     @precondition(lambda self: self.started and not self.stopped and not self.open_blocks())
@@ -149,12 +149,12 @@ class AccumulatorMachine(RuleBasedStateMachine):
 
     @rule()
     def ping(self) -> None:
-        assert self.feed({"type": "ping"}) == []
+        assert self.feed({"type": "ping"}) == ()
         self.pings += 1
 
     @rule(name=st.sampled_from(["future_event", "message_annotation"]))
     def unknown_event(self, name: str) -> None:
-        assert self.feed({"type": name}) == []
+        assert self.feed({"type": name}) == ()
         self.ignored += 1
 
     # -- violations: raise, and leave the state as it was -----------------------------

@@ -220,6 +220,11 @@ def sendable_blocks(blocks: Sequence[ContentBlock]) -> tuple[ContentBlock, ...] 
     out: list[ContentBlock] = []
     try:
         for block in blocks:
+            if type(block) is TextBlock and block.citations is None and not block.extra:
+                # Plain text (most results): its converter cleaned the text, and a
+                # clean string always encodes, so there is no JSON to build and check.
+                out.append(block)
+                continue
             data = block.to_api()
             clean = clean_json(data)
             # What the model request needs of it (httpx's encoding of the body).

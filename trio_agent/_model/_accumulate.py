@@ -131,9 +131,10 @@ class MessageAccumulator:
         limits: bounds on event size, tool input size and block count.
 
     Attributes:
-        feed: ``feed(event)`` applies one decoded event and returns what it completed:
-            the finished block at ``content_block_stop``, the final message at
-            ``message_stop``, else ``[]``. Protocol violations raise
+        feed: ``feed(event)`` applies one decoded event and returns a tuple of what it
+            completed: the finished block at ``content_block_stop``, the final message
+            at ``message_stop``, else ``()`` (one shared empty tuple: nearly every event
+            completes nothing, and a list per event is an allocation). Protocol violations raise
             :class:`StreamProtocolError`; limits raise :class:`StreamLimitError`; an
             ``error`` event raises its typed :class:`APIStatusError`. (A function,
             not a method: the deltas that only append to the open block, nearly every
@@ -144,7 +145,7 @@ class MessageAccumulator:
     batch of events.
     """
 
-    feed: Callable[[Mapping[str, Any]], list[ContentBlock | AssistantMessage]]
+    feed: Callable[[Mapping[str, Any]], tuple[ContentBlock | AssistantMessage, ...]]
 
     def __init__(self, limits: StreamLimits | None = None) -> None:
         self.limits = limits if limits is not None else StreamLimits()
@@ -289,7 +290,7 @@ _NO_INDEX = object()
 
 def _hot_feed(
     state: _Accumulation,
-) -> Callable[[Mapping[str, Any]], list[ContentBlock | AssistantMessage]]:
+) -> Callable[[Mapping[str, Any]], tuple[ContentBlock | AssistantMessage, ...]]:
     """``feed``: the open block's appending deltas in a closure, the rest to *state*.
 
     The open block's index, delta type and field, and its parts' append are cell
@@ -304,7 +305,7 @@ def _hot_feed(
     append = block.parts.append
     counted = False
 
-    def feed(event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
+    def feed(event: Mapping[str, Any]) -> tuple[ContentBlock | AssistantMessage, ...]:
         # A text / thinking / tool input delta appended to the open block: every check
         # of the general path, done cheaply. Anything else, or anything unusual, takes
         # the general path, which checks everything again: so no type test of the
@@ -322,12 +323,12 @@ def _hot_feed(
                     if type(value) is str:
                         if not counted:
                             append(value)  # counts the event (see Block)
-                            return []
+                            return ()
                         room = block.room - len(value)
                         if room >= 0:
                             block.room = room
                             append(value)
-                            return []
+                            return ()
         except Exception:
             pass  # the general path raises the typed error, if there is one
         try:
@@ -407,7 +408,7 @@ class _Accumulation:
 
     # -- feeding ---------------------------------------------------------------------
 
-    def feed(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
+    def feed(self, event: Mapping[str, Any]) -> tuple[ContentBlock | AssistantMessage, ...]:
         if not isinstance(event, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise StreamProtocolError(f"an event must be a mapping: {excerpt(repr(event))}")
         self._events += 1
@@ -419,13 +420,13 @@ class _Accumulation:
             ) from exc
         if etype == "ping":
             self._pings += 1
-            return []
+            return ()
         if etype == "error":
             raise error_from_event(event)
         handler = self._HANDLERS.get(etype) if isinstance(etype, str) else None
         if handler is None:
             self._ignored += 1
-            return []
+            return ()
         if self._stopped:
             raise _violation(f"{etype} after message_stop", event)
         if etype != "message_start" and self._base is None:
@@ -439,7 +440,9 @@ class _Accumulation:
             # errors leave (never TypeError, KeyError, RecursionError...).
             raise _violation(f"malformed ({type(exc).__name__})", event) from exc
 
-    def _message_start(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
+    def _message_start(
+        self, event: Mapping[str, Any]
+    ) -> tuple[ContentBlock | AssistantMessage, ...]:
         if self._base is not None:
             raise _violation("a second message_start", event)
         data = event.get("message")
@@ -463,7 +466,7 @@ class _Accumulation:
         )
         # (No copy when the start holds no content, as it nearly always does.)
         self._base = attrs.evolve(base, content=()) if base.content else base
-        return []
+        return ()
 
     def _index(self, event: Mapping[str, Any]) -> int:
         index = event.get("index")
@@ -482,7 +485,7 @@ class _Accumulation:
 
     def _content_block_start(
         self, event: Mapping[str, Any]
-    ) -> list[ContentBlock | AssistantMessage]:
+    ) -> tuple[ContentBlock | AssistantMessage, ...]:
         index = self._index(event)
         if index != len(self._blocks):
             raise _violation(
@@ -532,7 +535,7 @@ class _Accumulation:
         if hot is not None:
             block.hot_type, block.hot_field = hot
             self.hot = block
-        return []
+        return ()
 
     def _relabel(self, fallback: Mapping[str, Any]) -> None:
         """A ``fallback`` block names the model that now serves the answer (as the
@@ -544,7 +547,7 @@ class _Accumulation:
 
     def _content_block_delta(
         self, event: Mapping[str, Any]
-    ) -> list[ContentBlock | AssistantMessage]:
+    ) -> tuple[ContentBlock | AssistantMessage, ...]:
         block = self._open_block(event, "content_block_delta")
         delta = event.get("delta")
         if not isinstance(delta, Mapping) or not isinstance(delta.get("type"), str):
@@ -554,7 +557,7 @@ class _Accumulation:
         kind = DELTA_KIND.get(dtype)
         if kind is None:
             self._ignored += 1
-            return []
+            return ()
         if kind != block.kind:
             raise _violation(
                 f"{dtype} for a {block.start.get('type', 'fixed')} block {block.index}", event
@@ -566,28 +569,28 @@ class _Accumulation:
             if block.citations is None:
                 block.citations = []
             block.citations.append(citation)
-            return []
+            return ()
         if dtype == "compaction_delta":
             # As the SDK does: each field the delta holds replaces the block's.
             for key in ("content", "encrypted_content"):
                 _str_or_none(delta_, key, event)
             fields = {k: v for k, v in delta_.items() if k != "type"}
             block.start = {**block.start, **fields}
-            return []
+            return ()
         field = DELTA_FIELD[dtype]
         value = delta_.get(field)
         if not isinstance(value, str):
             raise _violation(f"{dtype} without a string {field!r}", event)
         if dtype == "signature_delta":
             block.signature = value
-            return []
+            return ()
         if dtype == "input_json_delta":
             room = block.room - len(value)
             if room >= 0:  # certainly within the limit (see Block.room)
                 block.room = room
                 block.parts.append(value)
                 self._events -= 1  # counted as a part
-                return []
+                return ()
             if block.room >= 0:  # from now on, count the UTF-8 bytes exactly
                 block.size = sum(utf8_len(part) for part in block.parts)
                 block.room = -1
@@ -599,11 +602,11 @@ class _Accumulation:
                 )
         block.parts.append(value)
         self._events -= 1  # counted as a part
-        return []
+        return ()
 
     def _content_block_stop(
         self, event: Mapping[str, Any]
-    ) -> list[ContentBlock | AssistantMessage]:
+    ) -> tuple[ContentBlock | AssistantMessage, ...]:
         block = self._open_block(event, "content_block_stop")
         block.stopped = True
         if self.hot is block:
@@ -614,7 +617,7 @@ class _Accumulation:
             block.final = block.snapshot()
         block.folded += len(block.parts)
         block.parts = []
-        return [block.final]
+        return (block.final,)
 
     def _finish_json(self, block: Block) -> ContentBlock:
         raw = "".join(block.parts)
@@ -650,7 +653,9 @@ class _Accumulation:
             return attrs.evolve(template, input=parsed)
         return OpaqueBlock({**block.start, "input": parsed})
 
-    def _message_delta(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
+    def _message_delta(
+        self, event: Mapping[str, Any]
+    ) -> tuple[ContentBlock | AssistantMessage, ...]:
         delta = event.get("delta")
         if not isinstance(delta, Mapping):
             raise _violation("message_delta without a delta object", event)
@@ -679,14 +684,16 @@ class _Accumulation:
                     extra[key] = value
         if extra != self._extra:
             self._extra = extra
-        return []
+        return ()
 
-    def _message_stop(self, event: Mapping[str, Any]) -> list[ContentBlock | AssistantMessage]:
+    def _message_stop(
+        self, event: Mapping[str, Any]
+    ) -> tuple[ContentBlock | AssistantMessage, ...]:
         for block in self._blocks:
             if not block.stopped:
                 raise _violation(f"message_stop while block {block.index} is still open", event)
         self._stopped = True
-        return [self.message()]
+        return (self.message(),)
 
     _HANDLERS: ClassVar[Mapping[str, Any]] = {
         "message_start": _message_start,
