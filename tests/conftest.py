@@ -8,7 +8,7 @@ their own ``conftest.py``; helpers worth having outside this suite live in
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -96,3 +96,21 @@ def run_turn_acting_at() -> Callable[..., Awaitable[list[Any]]]:
     """``await run_turn_acting_at(turn, act, at=..., after=...)``: the events of a turn,
     with ``act()`` (an abort, an interrupt, a copy...) done at the chosen event or time."""
     return _run_turn_acting_at
+
+
+def _surrogates_replaced(value: Any) -> Any:
+    if isinstance(value, str):
+        return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
+    if isinstance(value, Mapping):
+        return {_surrogates_replaced(k): _surrogates_replaced(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list | tuple):
+        return [_surrogates_replaced(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
+@pytest.fixture(scope="session")
+def surrogates_replaced() -> Callable[[Any], Any]:
+    """The tests' own model of the library's cleaning of JSON-like data (not the
+    library's code): every lone surrogate, in keys and values at any depth, as
+    U+FFFD; mappings as dicts, sequences as lists."""
+    return _surrogates_replaced

@@ -170,18 +170,10 @@ async def _durable(
     return list(session.messages)
 
 
-def _model_clean(value: Any) -> Any:
+def _model_clean(value: Any, clean: Callable[[Any], Any]) -> Any:
     """The test's own model of the cleaning: every lone surrogate in an OpaqueBlock's
-    data (keys and values, at any depth) as U+FFFD."""
-
-    def clean(item: Any) -> Any:
-        if isinstance(item, str):
-            return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in item)
-        if isinstance(item, Mapping):
-            return {clean(k): clean(v) for k, v in item.items()}  # pyright: ignore[reportUnknownVariableType]
-        if isinstance(item, list | tuple):
-            return [clean(v) for v in item]  # pyright: ignore[reportUnknownVariableType]
-        return item
+    data (keys and values, at any depth) as U+FFFD, by *clean* (the suite's
+    ``surrogates_replaced``)."""
 
     def block(b: Any) -> Any:
         return OpaqueBlock(clean(dict(b.data))) if isinstance(b, OpaqueBlock) else b
@@ -236,7 +228,9 @@ def _store() -> SqlSessionStore:
 )
 @example(value=[OpaqueBlock({"type": "image", "source": {"data": "\ud800"}})])
 @example(value=[OpaqueBlock({"type": "image", "n": math.nan})])
-def test_a_tools_return_is_journaled_as_a_plain_session_delivers_it(value: Any) -> None:
+def test_a_tools_return_is_journaled_as_a_plain_session_delivers_it(
+    value: Any, surrogates_replaced: Callable[[Any], Any]
+) -> None:
     store = _store()
     turn_id = f"turn-{next(_turns)}"
 
@@ -249,7 +243,11 @@ def test_a_tools_return_is_journaled_as_a_plain_session_delivers_it(value: Any) 
         reference = list(plain.messages)
         assert with_plain == [1]
         # What the executor delivers is the value as the test's own model cleans it.
-        cleaned = Session(_client(_model()), [_tool(lambda: _model_clean(value), [])], model="m")
+        cleaned = Session(
+            _client(_model()),
+            [_tool(lambda: _model_clean(value, surrogates_replaced), [])],
+            model="m",
+        )
         await _submit(cleaned)
         assert list(cleaned.messages) == reference
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -101,7 +101,9 @@ def _encodes(value: Any) -> bool:
 
 @settings(max_examples=150, deadline=None)
 @given(extra=data)
-def test_any_opaque_block_is_sent_or_answered_with_an_error(extra: Any) -> None:
+def test_any_opaque_block_is_sent_or_answered_with_an_error(
+    extra: Any, surrogates_replaced: Callable[[Any], Any]
+) -> None:
     block = OpaqueBlock({"type": "image", "extra": extra})
 
     async def main() -> None:
@@ -111,9 +113,9 @@ def test_any_opaque_block_is_sent_or_answered_with_an_error(extra: Any) -> None:
         check_history(session.messages, strict=True)
         (result,) = session.messages[2].tool_results
         sent = json.loads(model.requests[1].content)["messages"][2]["content"][0]
-        if _encodes(_clean(block.to_api())):
+        if _encodes(surrogates_replaced(block.to_api())):
             assert not result.is_error
-            assert sent["content"] == [_clean(block.to_api())]
+            assert sent["content"] == [surrogates_replaced(block.to_api())]
         else:
             assert result.is_error
             assert isinstance(result.content, str)
@@ -121,17 +123,6 @@ def test_any_opaque_block_is_sent_or_answered_with_an_error(extra: Any) -> None:
             assert sent["is_error"] is True
 
     run_virtual(main)
-
-
-def _clean(value: Any) -> Any:
-    """The test's own model of the cleaning: a lone surrogate as U+FFFD, keys too."""
-    if isinstance(value, str):
-        return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
-    if isinstance(value, dict):
-        return {_clean(k): _clean(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
-    return value
 
 
 def test_the_named_unsendable_values_are_error_results() -> None:
